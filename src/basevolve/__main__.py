@@ -1,0 +1,5 @@
+import sys
+
+from basevolve.cli import main
+
+sys.exit(main())

@@ -1,0 +1,74 @@
+"""The ``basevolve`` command line.
+
+Each sub-command lives in its own module under :mod:`basevolve.cli` and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` (a callable taking the
+parsed namespace and returning an exit code).  ``main`` turns every
+:class:`~basevolve.errors.BasevolveError` into one line on stderr and a non-zero exit
+(2 for user mistakes) without a traceback; argparse usage errors also exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from basevolve.errors import BasevolveError
+
+# Sub-command modules, in the order they appear in --help.  A module that fails to
+# import (e.g. an optional dependency is missing) is skipped with a note in --help
+# rather than breaking every other command.
+COMMAND_MODULES: tuple[str, ...] = (
+    "basevolve.cli.run_cmd",
+    "basevolve.cli.tasks_cmd",
+    "basevolve.cli.models_cmd",
+    "basevolve.cli.store_cmd",
+    "basevolve.cli.replay_cmd",
+    "basevolve.cli.analyze_cmd",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(2, f"basevolve: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from basevolve import __version__
+
+    parser = _Parser(
+        prog="basevolve",
+        description="Fixed-budget LLM-guided evolutionary program search.",
+    )
+    parser.add_argument("--version", action="version", version=f"basevolve {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # not written yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except BasevolveError as exc:
+        print(f"basevolve: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("basevolve: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

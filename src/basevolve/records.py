@@ -1,0 +1,133 @@
+"""Frozen records that flow between the layers (DESIGN.md, style rule 5).
+
+Records are immutable plain data; states are enums.  They are what the store persists
+and what the analysis reads back, so every field is JSON-friendly (numbers, strings,
+tuples, dicts of those).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one LLM attempt, as the server reports it (OpenAI ``usage``).
+
+    ``cached_tokens`` comes from ``usage.prompt_tokens_details.cached_tokens`` (vLLM sends
+    it when prefix caching is on) and is 0 when the server does not report it.
+    """
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+class AttemptStatus(StrEnum):
+    OK = "ok"
+    HTTP_ERROR = "http_error"  # 5xx or other non-retryable status
+    RATE_LIMITED = "rate_limited"  # 429
+    TIMEOUT = "timeout"  # per-attempt timeout
+    CONNECTION_ERROR = "connection_error"
+    BAD_BODY = "bad_body"  # unparseable body
+    EMPTY_CHOICES = "empty_choices"
+    DEADLINE = "deadline"  # the overall per-call deadline cut the attempt
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One HTTP (or in-process) attempt of an LLM call; retries produce several."""
+
+    index: int
+    status: AttemptStatus
+    latency_s: float
+    usage: Usage | None = None  # None when the server returned no usage
+    error: str | None = None
+    http_status: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """Result of ``LLMClient.complete``.
+
+    ``text`` has reasoning blocks (``<think>...</think>``) stripped and is what parsers
+    see; ``raw_text`` is the reply exactly as received, kept for the record.
+    ``usage`` is the usage of the successful attempt; FLOPs are charged over all
+    ``attempts`` (paper, Appendix "Effective FLOPs").
+    """
+
+    text: str
+    raw_text: str
+    finish_reason: str | None
+    usage: Usage
+    latency_s: float
+    attempts: tuple[Attempt, ...]
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].status is AttemptStatus.OK
+
+
+class Isolation(StrEnum):
+    """How strongly a program was isolated; recorded in every evaluation."""
+
+    BWRAP = "bwrap"  # bubblewrap namespaces + private tmpfs + rlimits + uid drop
+    RLIMITS = "rlimits"  # fork + new session + rlimits (+ uid drop if root), no namespaces
+    NONE = "none"  # in-process; only for trusted code (benchmarks)
+
+
+class ExecStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"  # the program raised, or its entry function is missing
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"  # killed by a signal / exited without a result
+    BAD_OUTPUT = "bad_output"  # returned something that is not plain data
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What the untrusted side hands back: plain data only.
+
+    ``value`` is built by the trusted parent from JSON / ``.npy`` bytes: nested lists,
+    tuples, dicts with str keys, numbers, strings, None and ``numpy.ndarray`` of
+    numeric dtype.  Never an object the program constructed.
+    """
+
+    status: ExecStatus
+    value: Any = None
+    error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    isolation: Isolation = Isolation.BWRAP
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A trusted score of one program.
+
+    ``score`` is the normalised fitness (1.0 = best published construction) under the
+    reference tolerance (1e-6); ``strict_score`` the same with tolerance 0.  An invalid
+    program scores 0 with ``error`` stating why.
+    """
+
+    score: float
+    valid: bool
+    metrics: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    strict_score: float = 0.0
+    strict_valid: bool = False
+    isolation: Isolation = Isolation.BWRAP
+    seconds: float = 0.0
+    stdout: str = ""
+    stderr: str = ""
