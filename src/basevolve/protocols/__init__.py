@@ -1,0 +1,44 @@
+"""Within-trajectory parent-sampling protocols (paper, Section 3; DESIGN.md ``protocols/``).
+
+``PROTOCOLS.get(name)(task=..., breadth=N, trajectory=i)`` builds one protocol per
+trajectory.  Built-ins: ``greedy``.  Island protocols (OpenEvolve / CodeEvolve /
+ShinkaEvolve style) subclass :class:`Protocol` and register themselves here.
+
+Engine loop, per trajectory (one protocol each; BaSE runs K of them)::
+
+    proto = PROTOCOLS.get("greedy")(task=task, breadth=N, trajectory=i, rng=rng_i)
+    proto.set_initial(Child(None, task.initial_program, score, valid, error))
+    while budget_left and proto.can_ask():          # False at a generation barrier
+        p = proto.ask()                             # p.messages -> LLM
+        parsed = proto.parse_reply(p, completion.text)   # ParsedProgram(code|None, error)
+        ... evaluate parsed.code in the sandbox ...
+        proto.tell(p, Child(program_id, parsed.code, score, valid, error))
+    # a call lost in flight: proto.cancel(p); greedy then re-asks the identical proposal
+
+Adding a protocol: subclass :class:`Protocol`, implement ``generation``, ``_can_ask``,
+``_ask`` and ``_tell`` (optionally ``_cancel``, ``_summary``, ``parse_reply`` for diff
+edits), draw randomness only from ``self.rng``, and ``PROTOCOLS.register(name, cls)``.
+"""
+
+from __future__ import annotations
+
+from basevolve.protocols.base import (
+    PROTOCOLS,
+    Child,
+    Proposal,
+    Protocol,
+    ProtocolStateError,
+    Told,
+)
+from basevolve.protocols.greedy import GreedyProtocol, HistoryOptions
+
+__all__ = [
+    "PROTOCOLS",
+    "Child",
+    "GreedyProtocol",
+    "HistoryOptions",
+    "Proposal",
+    "Protocol",
+    "ProtocolStateError",
+    "Told",
+]

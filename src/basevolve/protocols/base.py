@@ -1,0 +1,266 @@
+"""Protocol base: within-trajectory parent sampling as a pure ask/tell object.
+
+A protocol is line "parent sampling" of the paper's Algorithm 1 (and line
+``base-parent-sampling`` of Algorithm 2, where BaSE runs one protocol per trajectory):
+it decides which archived program is the parent and builds the prompt.  It does no I/O
+and owns no budget; the engine asks, calls the LLM, evaluates, and tells.
+
+Template method (DESIGN.md, style rule 1): the public :meth:`Protocol.ask`,
+:meth:`Protocol.tell` and :meth:`Protocol.cancel` validate and keep the shared
+bookkeeping (outstanding proposals, archive, best); subclasses implement ``_can_ask``,
+``_ask``, ``_tell`` and optionally ``_cancel`` and ``_summary``.
+
+Determinism contract: given the same constructor arguments (incl. a seeded
+``np.random.Generator`` when a subclass needs randomness), :meth:`set_initial` and the
+same sequence of ``ask``/``tell``/``cancel`` calls, a protocol produces the same proposals
+and ends in the same state.  The engine rebuilds a protocol on resume by replaying the
+stored sequence; a proposal that was in flight when the run died is :meth:`cancel`-ed (or
+re-sent as stored) and then asked again.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from basevolve.errors import BasevolveError, ConfigError
+from basevolve.prompts.parse import ParsedProgram, extract_program
+from basevolve.registry import Registry
+from basevolve.tasks.base import Task
+
+
+class ProtocolStateError(BasevolveError, RuntimeError):
+    """An ask/tell call out of order (asking at a barrier, telling an unknown proposal)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """An evaluated program as the engine tells it back.
+
+    ``code`` is ``None`` when the reply held no usable program; such a child has score 0,
+    ``valid=False`` and the parser's reason in ``error``.  ``program_id`` is the store's id
+    (``None`` for the initial program or when the engine does not store programs).
+    """
+
+    program_id: int | None
+    code: str | None
+    score: float
+    valid: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def usable(self) -> bool:
+        """Whether this child may become a parent: valid, has code, finite score."""
+        return self.valid and self.code is not None and math.isfinite(self.score)
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One LLM call a protocol asks for.
+
+    ``messages`` is the OpenAI chat prompt; ``generation`` is 1-based; ``slot`` is the
+    child's index inside the generation (``0..generation_size-1``).  ``meta`` carries
+    protocol-specific, JSON-able details (e.g. island id, inspiration ids) for the store.
+    """
+
+    parent_id: int | None
+    parent_code: str
+    generation: int
+    slot: int
+    messages: list[dict[str, str]]
+    trajectory: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.generation, self.slot)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for the store (messages included)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """One entry of a protocol's archive: the proposal and the child it produced."""
+
+    proposal: Proposal
+    child: Child
+
+
+class Protocol(ABC):
+    """Base class of every parent-sampling protocol (one instance per trajectory)."""
+
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        breadth: int = 1,
+        trajectory: int = 0,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        """``rng``: the only source of randomness a protocol may use (seeded by the engine
+        per trajectory); deterministic protocols such as greedy ignore it."""
+        if not isinstance(breadth, int) or isinstance(breadth, bool) or breadth < 1:
+            raise ConfigError(f"breadth must be an integer >= 1, got {breadth!r}")
+        self.task = task
+        self.trajectory = trajectory
+        self.rng = rng
+        self._breadth = breadth
+        self._best = Child(None, task.initial_program, 0.0, False, "initial program not evaluated")
+        self._initial = self._best
+        self._outstanding: dict[tuple[int, int], Proposal] = {}
+        self._archive: list[Told] = []
+        self._n_asked = 0
+        self._started = False
+
+    # -- public API -------------------------------------------------------------------
+    @property
+    def best(self) -> Child:
+        """The trajectory's current best program (initially the initial program)."""
+        return self._best
+
+    @property
+    def initial(self) -> Child:
+        return self._initial
+
+    @property
+    def generation_size(self) -> int:
+        """N: calls per generation (greedy breadth)."""
+        return self._breadth
+
+    @property
+    @abstractmethod
+    def generation(self) -> int:
+        """The 1-based generation the next (or outstanding) proposals belong to."""
+
+    @property
+    def outstanding(self) -> list[Proposal]:
+        """Asked but not yet told proposals, in ask order."""
+        return list(self._outstanding.values())
+
+    @property
+    def archive(self) -> list[Told]:
+        """Every told (proposal, child), in tell order."""
+        return list(self._archive)
+
+    @property
+    def n_asked(self) -> int:
+        return self._n_asked
+
+    @property
+    def n_told(self) -> int:
+        return len(self._archive)
+
+    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """Turn the LLM's reply to ``proposal`` into a program (the engine calls this).
+
+        Default: full-rewrite extraction (:func:`~basevolve.prompts.extract_program`) with
+        the task's language and entry function.  Diff-based protocols override it (e.g.
+        :func:`~basevolve.prompts.apply_search_replace` on ``proposal.parent_code``).
+        """
+        return extract_program(reply_text, language=self.task.language, entry=self.task.entry)
+
+    def set_initial(self, child: Child) -> None:
+        """Give the evaluated initial program; must precede the first :meth:`ask`."""
+        if self._started:
+            raise ProtocolStateError("set_initial must be called before the first ask()")
+        if child.code is None:
+            child = Child(
+                child.program_id, self.task.initial_program, child.score, child.valid, child.error
+            )
+        self._initial = self._best = child
+
+    def can_ask(self) -> bool:
+        """Whether :meth:`ask` may be called now (False at a generation barrier)."""
+        return self._can_ask()
+
+    def ask(self) -> Proposal:
+        if not self._can_ask():
+            raise ProtocolStateError(
+                f"{self.name} trajectory {self.trajectory} cannot ask now: generation "
+                f"{self.generation} waits for {len(self._outstanding)} outstanding child(ren); "
+                "tell them (or cancel lost ones) first"
+            )
+        self._started = True
+        proposal = self._ask()
+        if proposal.key in self._outstanding:
+            raise ProtocolStateError(f"{self.name} produced a duplicate proposal {proposal.key}")
+        self._outstanding[proposal.key] = proposal
+        self._n_asked += 1
+        return proposal
+
+    def tell(self, proposal: Proposal, child: Child) -> None:
+        if self._outstanding.get(proposal.key) != proposal:
+            raise ProtocolStateError(
+                f"tell() for proposal (generation, slot)={proposal.key} of trajectory "
+                f"{proposal.trajectory}, which is not outstanding in trajectory {self.trajectory}"
+            )
+        if child.code is None and (child.valid or child.score != 0.0):
+            child = Child(child.program_id, None, 0.0, False, child.error or "no program")
+        del self._outstanding[proposal.key]
+        self._archive.append(Told(proposal, child))
+        self._tell(proposal, child)
+
+    def cancel(self, proposal: Proposal) -> None:
+        """Forget an outstanding proposal that will never be told (lost call).
+
+        The protocol may then ask for the same slot again (greedy re-issues an identical
+        proposal).
+        """
+        if proposal.key not in self._outstanding:
+            raise ProtocolStateError(
+                f"cancel() for proposal {proposal.key}, which is not outstanding"
+            )
+        del self._outstanding[proposal.key]
+        self._n_asked -= 1
+        self._cancel(proposal)
+
+    def state_summary(self) -> dict[str, Any]:
+        """JSON-able state, stored with events and compared in replay tests."""
+        return {
+            "protocol": self.name,
+            "trajectory": self.trajectory,
+            "generation": self.generation,
+            "generation_size": self.generation_size,
+            "n_asked": self._n_asked,
+            "n_told": len(self._archive),
+            "outstanding": [list(k) for k in self._outstanding],
+            "best_program_id": self._best.program_id,
+            "best_score": self._best.score,
+            "best_valid": self._best.valid,
+            **self._summary(),
+        }
+
+    # -- subclass hooks ---------------------------------------------------------------
+    @abstractmethod
+    def _can_ask(self) -> bool: ...
+
+    @abstractmethod
+    def _ask(self) -> Proposal: ...
+
+    @abstractmethod
+    def _tell(self, proposal: Proposal, child: Child) -> None: ...
+
+    def _cancel(self, proposal: Proposal) -> None:  # noqa: B027 - optional hook
+        """Hook: undo the bookkeeping of an asked-but-lost proposal."""
+
+    def _summary(self) -> dict[str, Any]:
+        return {}
+
+    def _set_best(self, child: Child) -> None:
+        self._best = child
+
+
+PROTOCOLS: Registry[type[Protocol]] = Registry("protocol")

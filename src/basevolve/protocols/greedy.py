@@ -1,0 +1,250 @@
+"""Greedy T×N protocol (paper, Section 3 "Greedy Protocol"; Algorithm 1).
+
+Each generation freezes the current best program as the parent and asks for N full
+rewrites from the *same* prompt (byte-identical messages for all N siblings, so a
+prefix-caching server reads the prompt once; paper, Appendix "Effective FLOPs").  When all
+N children are told, the best usable child (highest score; ties: lowest slot) replaces the
+parent only if it is strictly better.  A run of budget C with depth T has N = C/T:
+T=1 is best-of-N, T=C (N=1) is pure sequential refinement.  Under BaSE (Algorithm 2) one
+pull of a trajectory is one call, i.e. one child; with N=1 every tell closes a generation.
+
+Prompt: OpenEvolve's verbatim template (:mod:`basevolve.prompts.openevolve`), filled as:
+
+* fitness = the parent's score; artifacts = the parent's evaluation error, if any;
+* feature coordinates / dimensions: greedy keeps no MAP-Elites grid and says so;
+* evolution history: the paper surfaces "three top programs and two diverse programs from
+  the archive".  Greedy's archive is this trajectory's evaluated programs (the initial one
+  and every child with code), distinct by code, excluding the parent itself, ordered by
+  (score desc, generation, slot) so the order never depends on tell order.  Top = the
+  first ``n_top``; diverse = ``n_diverse`` programs at evenly spaced ranks of the rest
+  (e.g. ranks m/3 and 2m/3 of m), deterministic and showing mid-ranked alternatives.
+* focus areas: "improved a → b" after an accepting generation, else how many generations
+  the score has been unchanged, or "not valid" for an invalid parent.
+
+Acceptance: a child may become the parent only if usable (valid, has code, finite score)
+and strictly better than the parent; a usable child also replaces an unusable parent
+(e.g. an initial program that failed), whatever the scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from types import CodeType
+from typing import Any
+
+import numpy as np
+
+from basevolve.errors import ConfigError
+from basevolve.prompts.openevolve import (
+    HistoryEntry,
+    build_openevolve_messages,
+    format_artifacts,
+    format_evolution_history,
+    format_improvement_areas,
+)
+from basevolve.protocols.base import PROTOCOLS, Child, Proposal, Protocol
+from basevolve.tasks.base import Task
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryOptions:
+    """What the ``{evolution_history}`` block surfaces (paper default: 3 top + 2 diverse).
+
+    ``include_code=False`` lists only scores, for small-context models.
+    """
+
+    n_top: int = 3
+    n_diverse: int = 2
+    include_code: bool = True
+
+    def __post_init__(self) -> None:
+        if self.n_top < 0 or self.n_diverse < 0:
+            raise ConfigError(
+                f"history counts must be >= 0, got n_top={self.n_top}, n_diverse={self.n_diverse}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Archived:
+    child: Child
+    generation: int
+    slot: int
+    key: str  # identity for "distinct programs", see :func:`program_key`
+
+
+@lru_cache(maxsize=4096)
+def program_key(code: str | None) -> str:
+    """Identity of a program for de-duplicating the history.
+
+    The digest of its compiled bytecode (instructions, constants, names; recursively),
+    so copies that differ only in comments, blank lines or formatting (common with small
+    models) count once.  Bytecode rather than ``ast.dump``: ~10× cheaper, and the engine
+    budget is ~2 ms CPU per call.  Code that does not compile is keyed by its text.
+    """
+    text = (code or "").strip()
+    try:
+        compiled = compile(text, "<program>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "text:" + hashlib.sha256(text.encode()).hexdigest()
+    return "code:" + hashlib.sha256(repr(_code_identity(compiled)).encode()).hexdigest()
+
+
+def _code_identity(co: CodeType) -> tuple[Any, ...]:
+    consts = tuple(_const_identity(c) for c in co.co_consts)
+    return (co.co_code, consts, co.co_names, co.co_varnames)
+
+
+def _const_identity(c: object) -> object:
+    if isinstance(c, CodeType):
+        return _code_identity(c)
+    if isinstance(c, frozenset):  # iteration order is not stable across processes
+        return ("frozenset", sorted(repr(x) for x in c))
+    return repr(c)
+
+
+class GreedyProtocol(Protocol):
+    """Generation barrier + strict-improvement replacement of a single best program."""
+
+    name = "greedy"
+
+    def __init__(
+        self,
+        *,
+        task: Task,
+        breadth: int = 1,
+        trajectory: int = 0,
+        rng: np.random.Generator | None = None,
+        history: HistoryOptions | None = None,
+    ) -> None:
+        super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng)
+        self.history = history or HistoryOptions()
+        self._gen = 1
+        self._parent: Child | None = None  # frozen at the first ask of a generation
+        self._messages: list[dict[str, str]] | None = None
+        self._free: list[int] = list(range(breadth))
+        self._children: dict[int, Child] = {}
+        self._programs: list[_Archived] = []
+        self._prev_score: float | None = None  # parent score before the last acceptance
+        self._stagnant = 0
+        self._accepted: list[int] = []  # generations whose best child was accepted
+
+    @property
+    def generation(self) -> int:
+        return self._gen
+
+    @property
+    def generations_completed(self) -> int:
+        return self._gen - 1
+
+    # -- hooks ------------------------------------------------------------------------
+    def _can_ask(self) -> bool:
+        return bool(self._free)
+
+    def _ask(self) -> Proposal:
+        if self._parent is None:
+            self._parent = self.best
+            self._messages = self._build_messages(self._parent)
+        assert self._messages is not None
+        slot = self._free.pop(0)
+        return Proposal(
+            parent_id=self._parent.program_id,
+            parent_code=self._parent.code or "",
+            generation=self._gen,
+            slot=slot,
+            # a fresh list of fresh dicts per sibling (callers may mutate), same content
+            messages=[dict(m) for m in self._messages],
+            trajectory=self.trajectory,
+        )
+
+    def _cancel(self, proposal: Proposal) -> None:
+        self._free.append(proposal.slot)
+        self._free.sort()
+
+    def _tell(self, proposal: Proposal, child: Child) -> None:
+        self._children[proposal.slot] = child
+        if child.code is not None:
+            self._programs.append(
+                _Archived(child, proposal.generation, proposal.slot, program_key(child.code))
+            )
+        if len(self._children) == self.generation_size:
+            self._close_generation()
+
+    def _close_generation(self) -> None:
+        parent = self._parent
+        assert parent is not None
+        usable = [(slot, c) for slot, c in sorted(self._children.items()) if c.usable]
+        accepted = False
+        if usable:
+            _slot, top = max(usable, key=lambda sc: (sc[1].score, -sc[0]))
+            if not parent.usable or top.score > parent.score:
+                self._prev_score = parent.score if parent.usable else None
+                self._set_best(top)
+                self._accepted.append(self._gen)
+                accepted = True
+        self._stagnant = 0 if accepted else self._stagnant + 1
+        self._gen += 1
+        self._parent = None
+        self._messages = None
+        self._children = {}
+        self._free = list(range(self.generation_size))
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "generations_completed": self.generations_completed,
+            "children_told_this_generation": len(self._children),
+            "accepted_generations": list(self._accepted),
+            "stagnant_generations": self._stagnant,
+        }
+
+    # -- prompt -----------------------------------------------------------------------
+    def _history_entries(self, parent: Child) -> tuple[list[HistoryEntry], list[HistoryEntry]]:
+        initial = _Archived(self.initial, 0, 0, program_key(self.initial.code))
+        pool = sorted(
+            [initial, *self._programs], key=lambda a: (-a.child.score, a.generation, a.slot)
+        )
+        seen = {program_key(parent.code), program_key(None)}
+        distinct: list[_Archived] = []
+        for a in pool:
+            if a.key not in seen:
+                seen.add(a.key)
+                distinct.append(a)
+        top, rest = distinct[: self.history.n_top], distinct[self.history.n_top :]
+        k, m = self.history.n_diverse, len(rest)
+        if m <= k:
+            diverse = rest
+        else:
+            diverse = [rest[(i + 1) * m // (k + 1)] for i in range(k)]
+        return [self._entry(a) for a in top], [self._entry(a) for a in diverse]
+
+    @staticmethod
+    def _entry(a: _Archived) -> HistoryEntry:
+        label = "initial program" if a.generation == 0 else f"generation {a.generation}"
+        return HistoryEntry(
+            code=a.child.code or "", score=a.child.score, valid=a.child.valid,
+            error=a.child.error, label=label,
+        )  # fmt: skip
+
+    def _build_messages(self, parent: Child) -> list[dict[str, str]]:
+        top, diverse = self._history_entries(parent)
+        language = self.task.language
+        return build_openevolve_messages(
+            system_message=self.task.system_message,
+            current_program=parent.code or "",
+            fitness_score=parent.score,
+            language=language,
+            improvement_areas=format_improvement_areas(
+                parent.score,
+                self._prev_score if self._stagnant == 0 else None,
+                self._stagnant,
+                parent.usable,
+            ),
+            artifacts=format_artifacts(parent.error),
+            evolution_history=format_evolution_history(
+                top, diverse, language=language, include_code=self.history.include_code
+            ),
+        )
+
+
+PROTOCOLS.register(GreedyProtocol.name, GreedyProtocol)
