@@ -1,0 +1,200 @@
+"""``basevolve tasks`` and ``basevolve evaluate`` (issue 2, part 4).
+
+``evaluate`` runs every program file through **one** sandbox pool (concurrently, one
+evaluation per warm worker) and scores each in this trusted process.  A failing or
+hostile program is just a line with score 0 and a reason; it never stops the others, and
+the command still exits 0.  Bad usage (unknown task, missing file, non-positive timeout)
+is a :class:`~basevolve.errors.BasevolveError`: one line on stderr, exit 2, nothing run.
+
+``--json`` prints one object per file per line, in the order the files were given:
+``program, task, score, valid, metrics, error, isolation, seconds, strict_score,
+strict_valid, reference_score, reference_valid, mode``.  ``--strict`` makes
+``score``/``valid``/``error`` the tolerance-0 ones (paper's evaluators use 1e-6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from basevolve.errors import ConfigError, SandboxError
+from basevolve.records import Evaluation, ExecResult, ExecStatus
+from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("tasks", help="list the built-in tasks")
+    p.add_argument("--json", action="store_true", help="one JSON object per task per line")
+    p.set_defaults(func=cmd_tasks)
+
+    e = subparsers.add_parser(
+        "evaluate",
+        help="score program files on a task in the sandbox",
+        description="Evaluate one or many program files on a task, each in the sandbox.",
+    )
+    e.add_argument("--task", required=True, help="registered task name or path to a task .py file")
+    e.add_argument("files", nargs="+", metavar="FILE", help="program file(s) to evaluate")
+    e.add_argument("--strict", action="store_true", help="report the tolerance-0 score as `score`")
+    e.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock limit per program (default: the task's)",
+    )
+    e.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    e.set_defaults(func=cmd_evaluate)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    rows = [
+        {
+            "name": name,
+            "entry": cls.entry,
+            "timeout_s": cls.timeout_s,
+            "description": cls.description,
+        }
+        for name, cls in TASKS.items()
+    ]
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    entry_w = max(len(r["entry"]) for r in rows)
+    print(f"{'name':<{width}}  {'entry':<{entry_w}}  timeout  description")
+    for r in rows:
+        print(
+            f"{r['name']:<{width}}  {r['entry']:<{entry_w}}  {r['timeout_s']:>6g}s  {r['description']}"
+        )
+    return 0
+
+
+# ------------------------------------------------------------------------ evaluate
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    program: str
+    evaluation: Evaluation
+    strict_error: str | None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    task = load_task(args.task)
+    timeout = task.timeout_s if args.timeout is None else args.timeout
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"--timeout {args.timeout!r} must be a positive number of seconds")
+    sources: list[tuple[str, str]] = []
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            raise ConfigError(f"program file {name!r} does not exist (or is not a file)")
+        try:
+            sources.append((name, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError as exc:
+            raise ConfigError(f"cannot read program file {name!r}: {exc.strerror}") from None
+    emit = _print_json if args.json else _TablePrinter(task, args.strict).row
+    asyncio.run(_evaluate_all(task, sources, timeout, emit, strict=args.strict))
+    return 0
+
+
+async def _evaluate_all(
+    task: Task, sources: list[tuple[str, str]], timeout: float, emit: Any, *, strict: bool
+) -> None:
+    try:
+        from basevolve.sandbox import SandboxConfig, SandboxPool
+    except ImportError as exc:  # pragma: no cover - only while the sandbox is missing
+        raise SandboxError(f"the sandbox is not available ({exc}); reinstall basevolve") from None
+
+    workers = max(1, min(len(sources), os.cpu_count() or 1))
+    with SandboxPool(SandboxConfig(workers=workers, isolation="auto")) as pool:
+        jobs = [
+            asyncio.ensure_future(_one(pool, task, name, code, timeout)) for name, code in sources
+        ]
+        for job in jobs:  # in argument order, each as soon as it (and those before it) is done
+            outcome = await job
+            emit(task, outcome, strict)
+
+
+async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> _Outcome:
+    try:
+        result: ExecResult = await pool.arun(code, task.entry, timeout_s=timeout)
+    except Exception as exc:  # the pool failing on one program must not stop the others
+        result = ExecResult(
+            status=ExecStatus.CRASHED, error=f"sandbox failure: {type(exc).__name__}: {exc}"
+        )
+    evaluation = task.evaluate(result)
+    strict_error = evaluation.error
+    if result.status is ExecStatus.OK:
+        strict_error = task.score_value(result.value, tol=STRICT_TOL).error
+    return _Outcome(name, evaluation, strict_error)
+
+
+def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any]:
+    """The JSON object of one evaluated file (field names fixed by issue 2, part 4)."""
+    ev = outcome.evaluation
+    return {
+        "program": outcome.program,
+        "task": task.name,
+        "score": ev.strict_score if strict else ev.score,
+        "valid": ev.strict_valid if strict else ev.valid,
+        "metrics": _finite(ev.metrics),
+        "error": outcome.strict_error if strict else ev.error,
+        "isolation": str(ev.isolation),
+        "seconds": round(ev.seconds, 6),
+        "strict_score": ev.strict_score,
+        "strict_valid": ev.strict_valid,
+        "reference_score": ev.score,
+        "reference_valid": ev.valid,
+        "mode": "strict" if strict else "reference",
+    }
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
+    # JSON has no NaN/inf; a metric that is not finite is written as null.
+    return {
+        k: (v if isinstance(v, int | float) and math.isfinite(v) else None)
+        for k, v in metrics.items()
+    }
+
+
+def _print_json(task: Task, outcome: _Outcome, strict: bool) -> None:
+    print(json.dumps(outcome_record(task, outcome, strict)), flush=True)
+
+
+class _TablePrinter:
+    """Readable one-line-per-file output, header printed before the first row."""
+
+    def __init__(self, task: Task, strict: bool) -> None:
+        self._header_done = False
+        mode = "strict, tol 0" if strict else "reference, tol 1e-6"
+        self._title = f"task {task.name} ({mode})"
+
+    def row(self, task: Task, outcome: _Outcome, strict: bool) -> None:
+        rec = outcome_record(task, outcome, strict)
+        if not self._header_done:
+            print(self._title)
+            print(
+                f"{'score':>9}  {'valid':<5}  {'strict':>9}  {'secs':>6}  {'isolation':<9}  program / metrics or error"
+            )
+            self._header_done = True
+        detail = rec["error"] or ", ".join(
+            f"{k}={v:.6g}" for k, v in rec["metrics"].items() if v is not None
+        )
+        print(
+            f"{rec['score']:>9.6f}  {'yes' if rec['valid'] else 'no':<5}  {rec['strict_score']:>9.6f}"
+            f"  {rec['seconds']:>6.2f}  {rec['isolation']:<9}  {rec['program']}: {detail}",
+            flush=True,
+        )
+        sys.stdout.flush()

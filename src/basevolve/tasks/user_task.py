@@ -1,0 +1,102 @@
+"""Loading a task: a registered name or a user's ``my_task.py`` file.
+
+Contract for a user task file (kept deliberately small):
+
+* it is ordinary Python, imported **in the parent process** (it is the user's own
+  trusted scorer, not an evolved program);
+* it defines **exactly one** concrete subclass of :class:`basevolve.tasks.base.Task`
+  (imported from ``basevolve.tasks.base``) that can be built with no arguments, with
+  class attributes ``name`` and ``entry`` (and optionally ``description``,
+  ``timeout_s``), the properties ``initial_program`` and ``system_message`` and the
+  pure scorer ``score_value(value, *, tol) -> ScoreResult``; ``draw`` is optional;
+* it is *not* added to :data:`~basevolve.tasks.base.TASKS` (so loading the same file
+  twice, or a file whose ``name`` clashes with a built-in, is harmless).
+
+Every failure (missing file, syntax error, exception at import, zero or several Task
+subclasses, missing attributes) is a :class:`~basevolve.errors.TaskError` naming the
+file and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from basevolve.errors import TaskError
+from basevolve.tasks.base import TASKS, Task
+
+
+def load_task(spec: str | Path) -> Task:
+    """A ready task instance for ``spec``: a registered task name or a ``.py`` file path."""
+    text = str(spec)
+    if text in TASKS:
+        return TASKS.get(text)()
+    path = Path(text).expanduser()
+    if path.suffix == ".py" or path.exists():
+        return load_task_file(path)
+    known = ", ".join(TASKS.names())
+    raise TaskError(
+        f"unknown task {text!r}; known: {known} (or give the path of a .py file defining"
+        " a Task subclass)"
+    )
+
+
+def load_task_file(path: Path) -> Task:
+    """Import a user task file and instantiate its single Task subclass."""
+    if not path.is_file():
+        raise TaskError(f"task file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise TaskError(f"task file {str(path)!r} must be a Python file ending in .py")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+    module_name = f"basevolve_user_task_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:  # pragma: no cover - .py files always load
+        raise TaskError(f"cannot import task file {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses & co. look their module up here
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise TaskError(
+            f"task file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    classes = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, Task)
+        and obj.__module__ == module_name
+        and not inspect.isabstract(obj)
+    ]
+    if len(classes) != 1:
+        found = ", ".join(c.__name__ for c in classes) or "none"
+        raise TaskError(
+            f"task file {str(path)!r} must define exactly one concrete subclass of"
+            f" basevolve.tasks.base.Task; found {found}"
+        )
+    cls = classes[0]
+    for attr in ("name", "entry"):
+        if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr):
+            raise TaskError(
+                f"task class {cls.__name__} in {str(path)!r} needs a non-empty string"
+                f" class attribute {attr!r}"
+            )
+    try:
+        task = cls()
+    except Exception as exc:
+        raise TaskError(
+            f"task class {cls.__name__} in {str(path)!r} cannot be built with no"
+            f" arguments: {type(exc).__name__}: {exc}"
+        ) from exc
+    timeout = getattr(task, "timeout_s", None)
+    if not isinstance(timeout, int | float) or not timeout > 0:
+        raise TaskError(
+            f"task {cls.name!r} in {str(path)!r}: timeout_s must be a positive number of"
+            f" seconds, got {timeout!r}"
+        )
+    return task
