@@ -1,0 +1,45 @@
+"""Across-trajectory allocation for BaSE (paper, Section 5, Algorithm 2).
+
+``ALLOCATORS`` maps a policy name to its :class:`Allocator` subclass:
+
+=============  ==============================================================
+``single``     K = 1: the plain self-evolving loop (every call to one trajectory)
+``round_robin`` cycle over the trajectories in order (non-adaptive baseline)
+``random``     uniform over the eligible trajectories (non-adaptive baseline)
+``ucb``        UCB1 (Auer, Cesa-Bianchi & Fischer 2002)
+``exp3p``      EXP3.P (Auer, Cesa-Bianchi, Freund & Schapire 2002)
+``thompson``   discounted Beta-Bernoulli Thompson sampling
+=============  ==============================================================
+
+Usage (the engine's contract)::
+
+    alloc = ALLOCATORS.get(name)(n_arms=K, rng=np.random.default_rng(seed),
+                                 horizon=C - K, reward_mode="best", **params)
+    arm = alloc.ask(eligible)       # or alloc.assign(i) for Algorithm 2's K initial calls
+    alloc.tell(arm, reward); alloc.cancel(arm); alloc.summary(); alloc.events
+"""
+
+from __future__ import annotations
+
+from basevolve.allocators import exp3p, random_policy, round_robin, single, thompson, ucb
+from basevolve.allocators.base import (
+    ALLOCATORS,
+    REWARD_MODES,
+    Allocator,
+    AllocEvent,
+    EventKind,
+    pull_reward,
+    unit_reward,
+)
+
+del exp3p, random_policy, round_robin, single, thompson, ucb  # imported for registration
+
+__all__ = [
+    "ALLOCATORS",
+    "REWARD_MODES",
+    "AllocEvent",
+    "Allocator",
+    "EventKind",
+    "pull_reward",
+    "unit_reward",
+]
