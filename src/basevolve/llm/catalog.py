@@ -1,0 +1,161 @@
+"""Model catalog: name -> served id, parameter counts, context length (issue 3, part 5).
+
+FLOPs need the active parameter count of the model that served a call (paper, Appendix
+"Effective FLOPs": ``2 * P_active`` per uncached token).  The paper's models (Qwen3
+1.7B/4B/8B/14B, Llama-3.1-8B) are dense, so ``active_params == total_params``; the field
+is kept separate for MoE models.  Counts are the totals published on the model cards.
+
+A served model that is not in the catalog is accepted when the user states its
+parameter count (``--params``); otherwise :func:`resolve_model` raises a
+:class:`~basevolve.errors.ConfigError` naming the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from basevolve.errors import ConfigError
+from basevolve.registry import Registry
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """One model: ``name`` (catalog key), ``served_id`` (what the server calls it).
+
+    ``backend`` is the backend used when no base URL is given: ``"embedded"`` for the
+    offline models shipped as weight packages, ``"openai"`` (needs ``--base-url``)
+    otherwise.  ``weights`` names the embedded weight set (see ``basevolve.llm.weights``).
+    """
+
+    name: str
+    served_id: str
+    active_params: float
+    total_params: float
+    context_length: int
+    backend: str = "openai"
+    weights: str | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "served_id": self.served_id,
+            "active_params": self.active_params,
+            "total_params": self.total_params,
+            "context_length": self.context_length,
+            "backend": self.backend,
+            "description": self.description,
+        }
+
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+
+def _add(spec: ModelSpec) -> None:
+    MODELS.register(spec.name, spec)
+
+
+# The paper's sweep (Section "Experimental setup"): dense models served by vLLM.
+_add(ModelSpec("qwen3-1.7b", "Qwen/Qwen3-1.7B", 1.72e9, 1.72e9, 32768, description="paper"))
+_add(ModelSpec("qwen3-4b", "Qwen/Qwen3-4B", 4.02e9, 4.02e9, 32768, description="paper"))
+_add(ModelSpec("qwen3-8b", "Qwen/Qwen3-8B", 8.19e9, 8.19e9, 32768, description="paper"))
+_add(ModelSpec("qwen3-14b", "Qwen/Qwen3-14B", 14.8e9, 14.8e9, 32768, description="paper"))
+_add(
+    ModelSpec(
+        "llama-3.1-8b",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        8.03e9,
+        8.03e9,
+        131072,
+        description="paper",
+    )
+)
+# Offline models run in-process by xllamacpp (GGUF Q4_K_M); the FLOPs convention still
+# counts the full-precision parameter count, so results stay comparable across backends.
+_add(
+    ModelSpec(
+        "embedded",
+        "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
+        1.54e9,
+        1.54e9,
+        32768,
+        backend="embedded",
+        weights="qwen2.5-coder-1.5b",
+        description="offline default; pip install 'basevolve[local]'",
+    )
+)
+_add(
+    ModelSpec(
+        "embedded-small",
+        "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M",
+        0.494e9,
+        0.494e9,
+        32768,
+        backend="embedded",
+        weights="qwen2.5-coder-0.5b",
+        description="offline, faster; pip install 'basevolve[local-small]'",
+    )
+)
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_params(text: str | float) -> float:
+    """``"8e9"``, ``"8B"``, ``"700M"``, ``1.5e9`` -> a positive parameter count."""
+    if isinstance(text, str):
+        raw = text.strip()
+        scale = _SUFFIX.get(raw[-1:].lower(), 1.0) if raw else 1.0
+        number = raw[:-1] if scale != 1.0 else raw
+        try:
+            return _check_params(float(number) * scale)
+        except ValueError:
+            raise ConfigError(
+                f"--params must be a parameter count such as 8e9 or 8B, got {text!r}"
+            ) from None
+    return _check_params(text)
+
+
+def _check_params(params: float) -> float:
+    try:
+        value = float(params)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--params must be a number of parameters, got {params!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"--params must be a positive parameter count (e.g. 8e9), got {params!r}")
+    return value
+
+
+def resolve_model(name: str, params: float | None = None) -> ModelSpec:
+    """Find ``name`` by catalog name (case-insensitive) or served id.
+
+    ``params`` overrides the active parameter count of a known model and is required for an
+    unknown one (which is then served under ``name`` itself).
+    """
+    if not name or not isinstance(name, str):
+        raise ConfigError(f"model name must be a non-empty string, got {name!r}")
+    spec = _lookup(name)
+    if spec is None:
+        if params is None:
+            raise ConfigError(
+                f"unknown model {name!r}; known: {', '.join(MODELS.names())}. "
+                "For another served model pass its parameter count, e.g. --params 8e9"
+            )
+        value = _check_params(params)
+        return ModelSpec(name, name, value, value, 0, description="user-declared")
+    if params is not None:
+        value = _check_params(params)
+        spec = replace(spec, active_params=value)
+    return spec
+
+
+def _lookup(name: str) -> ModelSpec | None:
+    key = name.strip()
+    for _, spec in MODELS.items():
+        if key.lower() == spec.name.lower() or key == spec.served_id:
+            return spec
+    return None
+
+
+__all__ = ["MODELS", "ModelSpec", "parse_params", "resolve_model"]

@@ -1,0 +1,166 @@
+"""Embedded offline backend: Qwen2.5-Coder GGUF run in-process by xllamacpp (issue 3, part 4).
+
+A new user with no server still gets a working mutation operator: ``--model embedded``
+(the default when no endpoint is given) loads Qwen2.5-Coder-1.5B-Instruct Q4_K_M into
+this process through ``xllamacpp`` (a prebuilt llama.cpp wheel).  The model loads
+lazily on the first call and once per process (a module-level cache keyed by weights
+and runtime settings), because loading costs seconds and ~2 GB of RAM.
+
+llama.cpp's server core batches requests across ``n_parallel`` slots; its blocking
+``handle_chat_completions`` runs in worker threads so several calls are in flight.
+Calls beyond ``n_parallel`` wait for a slot before their timeout clock starts.
+A timed-out call cannot be aborted inside llama.cpp: its slot finishes in the
+background (bounded by ``max_tokens``) while the retry loop moves on.
+
+Usage is reported like the HTTP backend: llama.cpp returns an OpenAI ``usage`` with
+``prompt_tokens_details.cached_tokens`` (prefix-cache hits of the slot); when that is
+missing, ``timings.cache_n`` is used, else 0.  Thinking is disabled
+(``chat_template_kwargs.enable_thinking = False``; Qwen2.5-Coder has no thinking mode,
+the flag keeps a swapped-in Qwen3 GGUF from producing it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import threading
+from typing import Any
+
+from basevolve.errors import ConfigError, LLMError
+from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
+from basevolve.llm.catalog import ModelSpec
+from basevolve.llm.openai_backend import parse_chat_body
+from basevolve.llm.settings import LLMSettings
+from basevolve.llm.weights import WEIGHTS, model_path, part_paths
+from basevolve.records import AttemptStatus, Completion, Usage
+
+_LOCK = threading.Lock()
+_SERVERS: dict[tuple[str, int, int, int], Any] = {}
+
+
+def _import_xllamacpp() -> Any:
+    try:
+        import xllamacpp
+    except ImportError:
+        raise LLMError(
+            "the embedded model needs the xllamacpp runtime; install it with: "
+            "pip install 'basevolve[local]'"
+        ) from None
+    return xllamacpp
+
+
+def _threads(settings: LLMSettings) -> int:
+    return settings.embedded_threads or max(1, os.cpu_count() or 1)
+
+
+def load_server(weights: str, settings: LLMSettings) -> Any:
+    """The process-wide xllamacpp server for ``weights`` (built on first use)."""
+    key = (weights, settings.embedded_n_ctx, settings.embedded_n_parallel, _threads(settings))
+    with _LOCK:
+        server = _SERVERS.get(key)
+        if server is not None:
+            return server
+        x = _import_xllamacpp()
+        path = model_path(weights)  # joins + verifies the parts once (LLMError if missing)
+        params = x.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = settings.embedded_n_ctx
+        params.n_parallel = settings.embedded_n_parallel
+        params.cpuparams.n_threads = key[3]
+        params.cpuparams_batch.n_threads = key[3]
+        params.warmup = False
+        # One KV pool shared by all slots: without it llama.cpp splits n_ctx evenly, and
+        # an evolution prompt (~1.4k tokens) plus a long reply overflows a 1/n slot.
+        params.kv_unified = True
+        try:
+            params.verbosity = -1  # quieten llama.cpp's stderr log
+        except (AttributeError, TypeError, ValueError):
+            pass
+        try:
+            server = x.Server(params)
+        except Exception as exc:
+            raise LLMError(f"could not load the embedded model from {path}: {exc}") from None
+        _SERVERS[key] = server
+        return server
+
+
+def parse_embedded_response(response: Any) -> Reply:
+    """llama.cpp's OpenAI-shaped response (dict or JSON string) -> Reply."""
+    if isinstance(response, dict | list):
+        body = response
+    else:
+        try:
+            body = json.loads(response)
+        except (TypeError, ValueError) as exc:
+            raise AttemptFailure(AttemptStatus.BAD_BODY, f"unparseable reply: {exc}") from None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        try:
+            code = int(err.get("code") or 500)
+        except (TypeError, ValueError):
+            code = 500
+        raise AttemptFailure(
+            AttemptStatus.HTTP_ERROR,
+            f"llama.cpp error {code}: {str(err.get('message'))[:300]}",
+            retryable=code >= 500,
+            http_status=code,
+        )
+    reply = parse_chat_body(json.dumps(body))
+    timings = body.get("timings") if isinstance(body, dict) else None
+    usage = reply.usage
+    if isinstance(timings, dict) and usage is not None:
+        details = (body.get("usage") or {}).get("prompt_tokens_details")
+        if not isinstance(details, dict) or details.get("cached_tokens") is None:
+            cached = int(timings.get("cache_n") or 0)
+            usage = Usage(usage.prompt_tokens, cached, usage.completion_tokens)
+    return Reply(reply.text, reply.finish_reason, usage)
+
+
+class EmbeddedClient(RetryingClient):
+    """In-process llama.cpp; construction is free, the model loads on the first call."""
+
+    def __init__(self, spec: ModelSpec, settings: LLMSettings | None = None) -> None:
+        super().__init__(spec, settings)
+        if not spec.weights:
+            raise ConfigError(f"model {spec.name!r} has no embedded weights; use --base-url")
+        self._weights = spec.weights
+        # Fail at construction, not mid-run, when the weights or runtime are missing
+        # (cheap: imports the tiny part packages, reads no weights).
+        part_paths(WEIGHTS.get(spec.weights))
+        if importlib.util.find_spec("xllamacpp") is None:
+            _import_xllamacpp()
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop: asyncio.AbstractEventLoop | None = None
+
+    async def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Completion:
+        """Queue for one of the ``n_parallel`` slots *before* the timeout clock starts.
+
+        llama.cpp would queue surplus requests internally, but then their wait would
+        count against the per-attempt timeout and a deep queue (many calls in flight
+        on a slow CPU) would time out calls that never ran.
+        """
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem = asyncio.Semaphore(self.settings.embedded_n_parallel)
+            self._sem_loop = loop
+        async with self._sem:
+            return await super().complete(messages, **kwargs)
+
+    async def load(self) -> None:
+        """Load (or reuse) the model now, e.g. to keep load time out of a benchmark."""
+        await asyncio.to_thread(load_server, self._weights, self.settings)
+
+    async def _attempt(self, payload: dict[str, Any], timeout_s: float) -> Reply:
+        server = await asyncio.to_thread(load_server, self._weights, self.settings)
+        request = dict(payload, stream=False)
+        request["chat_template_kwargs"] = {"enable_thinking": False}
+        try:
+            response = await asyncio.to_thread(server.handle_chat_completions, request)
+        except Exception as exc:  # the runtime's own failures are retryable attempts
+            raise AttemptFailure(AttemptStatus.HTTP_ERROR, f"llama.cpp: {exc}") from None
+        return parse_embedded_response(response)
+
+
+__all__ = ["EmbeddedClient", "load_server", "parse_embedded_response"]

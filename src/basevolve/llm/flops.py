@@ -1,0 +1,89 @@
+"""Effective FLOPs of LLM calls (paper, Section "Post-hoc FLOPs accounting" and
+Appendix "Effective FLOPs").
+
+Per attempt: ``2 * P_active * (prompt_tokens - cached_tokens + completion_tokens)``;
+per call: the sum over *all* attempts, retries included (the paper: "Per-run FLOPs sums
+over all attempts, including retries").  Cached prompt tokens are subtracted because the
+server reused their KV states instead of recomputing them.
+
+An attempt that returned no usage (timeout, 5xx, dropped connection) is charged by a
+stated :class:`NoUsagePolicy`:
+
+* ``WORST_CASE`` (default): the server may have run the whole request before failing,
+  so charge the call's prompt as uncached plus ``max_tokens`` of output.  The prompt
+  size is taken from any attempt of the same call that did report usage (same
+  messages), else 0.
+* ``EXCLUDE``: charge nothing (an optimistic lower bound).
+
+Pure functions: no I/O, hand-checkable (tests/llm/test_flops.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from basevolve.records import Attempt, Completion, Usage
+
+
+class NoUsagePolicy(StrEnum):
+    """How to charge an attempt that reported no usage."""
+
+    WORST_CASE = "worst_case"
+    EXCLUDE = "exclude"
+
+
+def usage_flops(usage: Usage, active_params: float) -> float:
+    """``2 * P_active * (prompt - cached + completion)``; cached is clamped to [0, prompt]."""
+    cached = min(max(usage.cached_tokens, 0), usage.prompt_tokens)
+    uncached = usage.prompt_tokens - cached
+    return 2.0 * float(active_params) * float(uncached + usage.completion_tokens)
+
+
+def attempt_flops(
+    attempt: Attempt,
+    active_params: float,
+    *,
+    max_tokens: int,
+    no_usage: NoUsagePolicy = NoUsagePolicy.WORST_CASE,
+    prompt_tokens_hint: int = 0,
+) -> float:
+    """FLOPs of one attempt; ``prompt_tokens_hint`` sizes the worst case of a usage-less one."""
+    if attempt.usage is not None:
+        return usage_flops(attempt.usage, active_params)
+    if NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
+        return 0.0
+    return 2.0 * float(active_params) * float(max(prompt_tokens_hint, 0) + max(max_tokens, 0))
+
+
+def _prompt_hint(attempts: Iterable[Attempt]) -> int:
+    return max((a.usage.prompt_tokens for a in attempts if a.usage is not None), default=0)
+
+
+def call_flops(
+    completion: Completion,
+    active_params: float,
+    *,
+    max_tokens: int,
+    no_usage: NoUsagePolicy = NoUsagePolicy.WORST_CASE,
+) -> float:
+    """FLOPs of one call: the sum over all its attempts (retries included)."""
+    hint = _prompt_hint(completion.attempts)
+    return sum(
+        attempt_flops(
+            a, active_params, max_tokens=max_tokens, no_usage=no_usage, prompt_tokens_hint=hint
+        )
+        for a in completion.attempts
+    )
+
+
+def total_usage(completion: Completion) -> Usage:
+    """Token usage summed over all attempts that reported usage."""
+    total = Usage()
+    for a in completion.attempts:
+        if a.usage is not None:
+            total = total + a.usage
+    return total
+
+
+__all__ = ["NoUsagePolicy", "attempt_flops", "call_flops", "total_usage", "usage_flops"]

@@ -1,0 +1,203 @@
+"""OpenAI-compatible backend (vLLM, SGLang, llama.cpp server, OpenAI) — issue 3, part 2.
+
+Uses the official ``openai`` SDK's async client with its own retries switched off
+(``max_retries=0``): retries, timeouts and the per-call deadline belong to
+:class:`~basevolve.llm.base.RetryingClient` so that every attempt is recorded.  The
+body is parsed here from the raw response rather than by the SDK, because the fields
+FLOPs need (``usage.prompt_tokens_details.cached_tokens``) and the failure modes we
+must classify (non-JSON body, empty ``choices``) vary between servers.
+
+The API key is read from an environment variable at construction, handed to the SDK
+and nowhere else: it is not an attribute of this object's ``repr``, never enters an
+:class:`~basevolve.records.Attempt` (error strings are scrubbed), and is never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+import openai
+
+from basevolve.errors import ConfigError, LLMError
+from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
+from basevolve.llm.catalog import ModelSpec
+from basevolve.llm.settings import LLMSettings
+from basevolve.records import AttemptStatus, Usage
+
+# Statuses a retry can fix (the SDK's own retry set plus every 5xx).
+_RETRY_STATUSES = frozenset({408, 409, 429})
+# Statuses that mean the configuration is wrong: fail the run, do not burn the budget.
+_FATAL_STATUSES = {
+    401: "the server rejected the API key (check the variable {env})",
+    403: "the server refused access (check the API key in {env})",
+    404: "the server does not serve model {model!r} at {url} (check --model and --base-url)",
+}
+
+
+def validate_base_url(base_url: str) -> str:
+    """Return ``base_url`` without a trailing slash, or raise ConfigError naming the fix."""
+    hint = "expected something like http://127.0.0.1:8000/v1"
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ConfigError(f"malformed base URL {base_url!r}; {hint}")
+    url = base_url.strip()
+    try:
+        parsed = urlparse(url)
+        port = parsed.port  # raises ValueError on a bad port
+    except ValueError:
+        raise ConfigError(f"malformed base URL {base_url!r} (bad port); {hint}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"malformed base URL {base_url!r}; {hint}")
+    if port == 0 or any(c.isspace() for c in url):
+        raise ConfigError(f"malformed base URL {base_url!r}; {hint}")
+    return url.rstrip("/")
+
+
+def parse_usage(data: Any) -> Usage | None:
+    """vLLM-style ``usage`` -> Usage; None when absent or not numeric."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        details = data.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        return Usage(
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            cached_tokens=int(cached or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_chat_body(text: str) -> Reply:
+    """Parse a chat-completion body; raise AttemptFailure for bad or empty ones."""
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise AttemptFailure(AttemptStatus.BAD_BODY, f"unparseable body: {exc}") from None
+    if not isinstance(body, dict):
+        raise AttemptFailure(AttemptStatus.BAD_BODY, "body is not a JSON object")
+    usage = parse_usage(body.get("usage"))
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise AttemptFailure(AttemptStatus.EMPTY_CHOICES, "reply has no choices", usage=usage)
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise AttemptFailure(AttemptStatus.BAD_BODY, "first choice has no message", usage=usage)
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise AttemptFailure(AttemptStatus.BAD_BODY, "message content is not text", usage=usage)
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    text = content or ""
+    if isinstance(reasoning, str) and reasoning:
+        # vLLM's reasoning parser splits thinking out; keep it in raw_text as Qwen3 emits it.
+        text = f"<think>{reasoning}</think>{text}"
+    return Reply(text, choices[0].get("finish_reason"), usage)
+
+
+def _retry_after(headers: Any) -> float | None:
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class OpenAIClient(RetryingClient):
+    """An OpenAI-compatible chat endpoint."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        base_url: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        settings: LLMSettings | None = None,
+    ) -> None:
+        super().__init__(spec, settings)
+        self.base_url = validate_base_url(base_url)
+        self.api_key_env = api_key_env
+        key = os.environ.get(api_key_env) or ""
+        self._secrets = tuple(s for s in (key,) if len(s) >= 4)
+        self._key = key or "EMPTY"  # local servers (vLLM) accept any key
+        self._client: openai.AsyncOpenAI | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        extra: dict[str, Any] = {}
+        if self.settings.enable_thinking is not None:
+            extra["chat_template_kwargs"] = {"enable_thinking": self.settings.enable_thinking}
+        self._extra_body = extra or None
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self._spec.served_id!r}, base_url={self.base_url!r})"
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running event loop.
+
+        httpx connection pools are bound to the loop that opened them, so a client used
+        from a new loop (a second ``asyncio.run``) gets a fresh SDK client.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._key,
+                max_retries=0,
+                timeout=self.settings.attempt_timeout_s,
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+        self._loop = None
+
+    async def _attempt(self, payload: dict[str, Any], timeout_s: float) -> Reply:
+        try:
+            raw = await self._sdk().chat.completions.with_raw_response.create(
+                model=self._spec.served_id,
+                stream=False,
+                # the retry loop's asyncio clock is authoritative; the SDK's is a backstop
+                timeout=timeout_s + 1.0,
+                extra_body=self._extra_body,
+                **payload,
+            )
+            text = raw.text
+        except openai.APITimeoutError as exc:
+            raise AttemptFailure(AttemptStatus.TIMEOUT, f"timed out: {exc}") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise AttemptFailure(
+                AttemptStatus.CONNECTION_ERROR, f"{type(cause).__name__}: {cause}"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise self._status_failure(exc) from None
+        return parse_chat_body(text)
+
+    def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
+        code = exc.status_code
+        if code in _FATAL_STATUSES:
+            msg = _FATAL_STATUSES[code].format(
+                env=self.api_key_env, model=self._spec.served_id, url=self.base_url
+            )
+            raise LLMError(f"HTTP {code}: {msg}")
+        status = AttemptStatus.RATE_LIMITED if code == 429 else AttemptStatus.HTTP_ERROR
+        return AttemptFailure(
+            status,
+            f"HTTP {code}: {str(exc.message)[:300]}",
+            retryable=code >= 500 or code in _RETRY_STATUSES,
+            http_status=code,
+            retry_after_s=_retry_after(exc.response.headers if exc.response else None),
+        )
+
+
+__all__ = ["OpenAIClient", "parse_chat_body", "parse_usage", "validate_base_url"]

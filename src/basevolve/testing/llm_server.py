@@ -1,0 +1,311 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks (issue 3, part 7).
+
+DESIGN.md, style rule 9: LLM code is tested against a real local HTTP server speaking
+the OpenAI protocol, never a patched function.  This server answers
+``POST /v1/chat/completions`` (``stream=false``) and ``GET /v1/models`` with scripted
+replies, reports ``usage`` the way vLLM does (including
+``usage.prompt_tokens_details.cached_tokens``), can inject faults into the next N
+requests, and records what it received and the peak number of requests in flight.
+
+Usage accounting (deterministic, documented so tests can hand-check FLOPs):
+
+* ``prompt_tokens``: ``len(prompt_text) // 4`` (at least 1), where ``prompt_text`` is
+  the concatenation of every message's ``content`` in order; or the fixed
+  ``prompt_tokens`` given to the constructor.
+* ``cached_tokens``: by default an emulated prefix cache: the longest common prefix (in
+  characters) between this request's ``prompt_text`` and any *earlier* request's, ``// 4``,
+  capped at ``prompt_tokens - 1`` (vLLM always recomputes at least one token).  The first
+  request therefore has 0 cached tokens.  Under concurrency "earlier" means "received
+  earlier".  A fixed ``cached_tokens`` overrides the emulation.
+* ``completion_tokens``: ``len(reply) // 4`` (at least 1), or the fixed value given.
+
+Each request sleeps ``latency_s`` in its own handler thread, so concurrent requests
+overlap (``ThreadingHTTPServer``) and ``peak_in_flight`` shows the client's concurrency.
+
+Run as a process (for SIGKILL/resume tests and benchmarks)::
+
+    python -m basevolve.testing.llm_server --port 0 --latency 0.05 [--replies-file F.json]
+
+prints the base URL (``http://127.0.0.1:PORT/v1``) as its first stdout line and serves
+until killed.  ``--replies-file`` holds a JSON list of reply strings (cycled).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import ThreadingHTTPServer
+from typing import Any, NamedTuple
+
+from basevolve.testing._handler import make_handler
+from basevolve.testing.faults import Fault
+
+ReplyFn = Callable[[dict[str, Any], int], str]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default backlog (5) drops bursts of connections
+
+
+_CODE_BLOCK = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
+
+
+def default_reply(body: dict[str, Any], index: int) -> str:
+    """A valid reply: the last Python code block of the prompt, echoed back.
+
+    Echoing the parent keeps programs valid, so engine tests exercise the whole loop
+    (parse, sandbox, score) without a real model.  Without a code block: a short text.
+    """
+    text = "\n".join(_content_text(m.get("content")) for m in body.get("messages") or [])
+    blocks = _CODE_BLOCK.findall(text)
+    if blocks:
+        return f"Here is the program.\n```python\n{blocks[-1].rstrip()}\n# reply {index}\n```\n"
+    return f"OK (reply {index})"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+class _Prompt(NamedTuple):
+    text: str
+    cached_chars: int
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class LLMTestServer:
+    """Scripted OpenAI-compatible server on 127.0.0.1; use as a context manager.
+
+    ``replies``: a callable ``(request_body, index) -> str``, a sequence of strings
+    (cycled), or None for :func:`default_reply`.  ``index`` counts chat requests from 0
+    in arrival order (faulted requests included).
+    """
+
+    def __init__(
+        self,
+        replies: ReplyFn | Sequence[str] | None = None,
+        *,
+        latency_s: float = 0.0,
+        prompt_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        stall_s: float = 60.0,
+        port: int = 0,
+        host: str = "127.0.0.1",
+    ) -> None:
+        if isinstance(replies, str):
+            replies = [replies]
+        if replies is None:
+            self._reply: ReplyFn = default_reply
+        elif callable(replies):
+            self._reply = replies
+        else:
+            seq = list(replies)
+            if not seq:
+                raise ValueError("replies must not be an empty sequence")
+            self._reply = lambda _body, i: seq[i % len(seq)]
+        self.latency_s = float(latency_s)
+        self.fixed_prompt_tokens = prompt_tokens
+        self.fixed_cached_tokens = cached_tokens
+        self.fixed_completion_tokens = completion_tokens
+        self.stall_s = float(stall_s)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._requests: list[dict[str, Any]] = []
+        self._prompts: list[str] = []
+        self._faults: list[Fault] = []
+        self.reply_errors: list[str] = []  # exceptions raised by a ``replies`` callable
+        self._auth: list[str] = []
+        self._counter = itertools.count()
+        self._in_flight = 0
+        self._peak = 0
+        self._httpd = _Server((host, port), make_handler(self))
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LLMTestServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()  # wakes stalled handlers
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> LLMTestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever(poll_interval=0.05)
+
+    # -- scripting and inspection ------------------------------------------------------
+    def inject(self, fault: Fault | str, times: int = 1) -> None:
+        """Apply ``fault`` to the next ``times`` chat requests (queued after earlier ones)."""
+        fault = Fault(fault)
+        if times < 0:
+            raise ValueError(f"times must be >= 0, got {times}")
+        with self._lock:
+            self._faults.extend([fault] * times)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Copies of the JSON bodies of the chat requests received, in arrival order."""
+        with self._lock:
+            return [json.loads(json.dumps(r)) for r in self._requests]
+
+    @property
+    def authorizations(self) -> list[str]:
+        """The ``Authorization`` headers received (to check a key was *sent*)."""
+        with self._lock:
+            return list(self._auth)
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        with self._lock:
+            return self._peak
+
+    @property
+    def pending_faults(self) -> int:
+        with self._lock:
+            return len(self._faults)
+
+    # -- request handling (called from handler threads) --------------------------------
+    def _admit(self, body: dict[str, Any], auth: str) -> tuple[int, Fault | None, _Prompt]:
+        prompt = "".join(_content_text(m.get("content")) for m in body.get("messages") or [])
+        with self._lock:
+            index = next(self._counter)
+            self._requests.append(body)
+            self._auth.append(auth)
+            fault = self._faults.pop(0) if self._faults else None
+            cached_chars = max((_common_prefix(prompt, p) for p in self._prompts), default=0)
+            self._prompts.append(prompt)
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
+        return index, fault, _Prompt(prompt, cached_chars)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _usage(self, prompt: str, cached_chars: int, reply: str) -> dict[str, Any]:
+        pt = self.fixed_prompt_tokens
+        if pt is None:
+            pt = max(1, len(prompt) // 4)
+        ct = self.fixed_cached_tokens
+        if ct is None:
+            ct = max(0, min(cached_chars // 4, pt - 1))
+        out = self.fixed_completion_tokens
+        if out is None:
+            out = max(1, len(reply) // 4)
+        return {
+            "prompt_tokens": pt,
+            "completion_tokens": out,
+            "total_tokens": pt + out,
+            "prompt_tokens_details": {"cached_tokens": ct},
+        }
+
+    def _completion(self, body: dict[str, Any], index: int, prompt: _Prompt) -> dict[str, Any]:
+        reply = str(self._reply(body, index))
+        n = int(body.get("n") or 1)
+        usage = self._usage(prompt.text, prompt.cached_chars, reply)
+        payload = {
+            "id": f"chatcmpl-test-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model", "test-model")),
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": reply},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+                for i in range(n)
+            ],
+            "usage": usage,
+        }
+        return payload
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m basevolve.testing.llm_server",
+        description="Scripted OpenAI-compatible chat server on 127.0.0.1 (for tests/benchmarks).",
+    )
+    parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--replies-file", help="JSON list of reply strings (cycled)")
+    parser.add_argument("--prompt-tokens", type=int)
+    parser.add_argument("--cached-tokens", type=int)
+    parser.add_argument("--completion-tokens", type=int)
+    args = parser.parse_args(argv)
+    replies: list[str] | None = None
+    if args.replies_file:
+        with open(args.replies_file, encoding="utf-8") as fh:
+            replies = json.load(fh)
+        if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+            parser.error(f"{args.replies_file} must hold a JSON list of strings")
+    srv = LLMTestServer(
+        replies,
+        latency_s=args.latency,
+        port=args.port,
+        prompt_tokens=args.prompt_tokens,
+        cached_tokens=args.cached_tokens,
+        completion_tokens=args.completion_tokens,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(srv.base_url, flush=True)
+    try:
+        srv.serve_forever()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        srv._stop.set()
+        srv._httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``basevolve models`` and ``basevolve llm-check`` (issue 3, parts 5 and 8)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from basevolve.cli import main
+from basevolve.testing import LLMTestServer
+
+
+def test_models_json_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {r["name"] for r in rows}
+    assert {"qwen3-8b", "llama-3.1-8b", "embedded", "embedded-small"} <= names
+    assert all(
+        {"served_id", "active_params", "total_params", "context_length"} <= r.keys() for r in rows
+    )
+
+
+def test_models_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("NAME") and "Qwen/Qwen3-14B" in out
+
+
+def test_llm_check_json_against_the_test_server(capsys: pytest.CaptureFixture[str]) -> None:
+    with LLMTestServer(
+        replies=["ready"], prompt_tokens=20, cached_tokens=5, completion_tokens=2
+    ) as srv:
+        rc = main(
+            [
+                "llm-check",
+                "--model",
+                "org/m",
+                "--params",
+                "2B",
+                "--base-url",
+                srv.base_url,
+                "--json",
+            ]
+        )
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["prompt_tokens"], out["cached_tokens"], out["completion_tokens"]) == (20, 5, 2)
+    assert out["flops"] == 2 * 2e9 * (20 - 5 + 2)
+    assert out["ok"] and out["text"] == "ready" and out["latency_s"] > 0
+
+
+def test_llm_check_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    with LLMTestServer(replies=["ready"]) as srv:
+        assert main(["llm-check", "--model", "qwen3-8b", "--base-url", srv.base_url]) == 0
+    out = capsys.readouterr().out
+    for label in ("latency", "tokens", "cached", "flops"):
+        assert label in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["llm-check", "--model", "who/knows", "--base-url", "http://127.0.0.1:9/v1"], "--params"),
+        (["llm-check", "--model", "qwen3-8b", "--base-url", "not a url"], "malformed base URL"),
+        (["llm-check", "--model", "x", "--params", "lots", "--base-url", "http://h/v1"], "'lots'"),
+        (["llm-check", "--base-url", "http://127.0.0.1:9/v1"], "needs --model"),
+        (["llm-check", "--model", "qwen3-8b"], "--base-url"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
