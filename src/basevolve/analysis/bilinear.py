@@ -1,0 +1,242 @@
+"""The bilinear depth-breadth fit (Section 4.2, Eq. 2) and its nested models.
+
+Eq. 2: ``log(1 - V) = beta0 + a log T + b log N + c log T log N`` (natural logs),
+fitted by OLS on the **sub-ceiling cells** of a (model, task) sweep.
+
+*Cell* -- one (C, T) configuration; ``V`` is its mean fitness over seeds (the
+surface of Fig. 3).  Cells with ``V >= ceiling`` (0.97 by default) are dropped
+because ``log(1 - V)`` blows up near the ceiling (and is undefined past 1.0).
+
+Nested specifications (Appendix "Robustness to Richer Specifications", Table 5),
+each fitted with ``statsmodels`` OLS on the same cells:
+
+* M0 budget-only (``c = 0``, ``a = b``): ``beta0 + a' log C`` (``log C = log T + log N``)
+* M1 bilinear (Eq. 2)
+* M2 = M1 + ``log^2 T``; M3 = M1 + ``log^2 N``; M4 = M1 + both
+
+``p_f_m2/m3/m4`` are ``statsmodels`` ``compare_f_test`` p-values of the richer model
+against M1 (``p_f_m0``: M1 against M0).
+
+Permutation p-value for ``c`` (Table 8, 10,000 shuffles): Freedman & Lane (1983).
+The reduced model (M1 without the interaction) is fitted; its residuals are permuted
+and added back to its fitted values, and M1 is refitted.  Because the reduced fitted
+values lie in M1's column space with zero interaction, the refitted ``c`` is simply
+``w . perm(residuals)`` with ``w`` the interaction row of ``pinv(X_M1)``, so all
+shuffles are one matrix product.  ``p`` = fraction of shuffles with ``|c*| >= |c|``
+(two-sided).  Permuting the residuals of the reduced model, not the raw response,
+keeps the strong budget effect out of the null so the test is calibrated for ``c``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import statsmodels.api as sm
+
+from basevolve.analysis.permutation import p_value_ge, permutation_stats
+
+Design = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _m1(lt: np.ndarray, ln: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.ones_like(lt), lt, ln, lt * ln])
+
+
+#: Registry of the nested specifications: name -> design-matrix builder.
+SPECIFICATIONS: dict[str, Design] = {
+    "M0": lambda lt, ln: np.column_stack([np.ones_like(lt), lt + ln]),
+    "M1": _m1,
+    "M2": lambda lt, ln: np.column_stack([_m1(lt, ln), lt**2]),
+    "M3": lambda lt, ln: np.column_stack([_m1(lt, ln), ln**2]),
+    "M4": lambda lt, ln: np.column_stack([_m1(lt, ln), lt**2, ln**2]),
+}
+
+
+@dataclass(frozen=True)
+class BilinearFit:
+    """Eq. 2 coefficients, R^2, the permutation p for ``c`` and Table 5 columns."""
+
+    n_cells: int
+    beta0: float
+    a: float
+    b: float
+    c: float
+    r2: float
+    p_c: float
+    m0_r2: float
+    m2_r2: float
+    m3_r2: float
+    m4_r2: float
+    p_f_m0: float
+    p_f_m2: float
+    p_f_m3: float
+    p_f_m4: float
+    c_m2: float
+    c_m3: float
+    c_m4: float
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def _nan_fit(n: int) -> BilinearFit:
+    nan = float("nan")
+    return BilinearFit(n, *([nan] * 17))
+
+
+def sub_ceiling_cells(
+    depth: np.ndarray, breadth: np.ndarray, v: np.ndarray, ceiling: float = 0.97
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(log T, log N, log(1 - V))`` of the cells with ``V < ceiling``."""
+    t, n, val = (np.asarray(x, dtype=float) for x in (depth, breadth, v))
+    if not (t.shape == n.shape == val.shape) or t.ndim != 1:
+        raise ValueError(
+            f"depth, breadth and v must be equal-length 1-D arrays, got {t.shape}, {n.shape}, {val.shape}"
+        )
+    if (t < 1).any() or (n < 1).any():
+        raise ValueError("depth and breadth must be >= 1")
+    keep = np.isfinite(val) & (val < min(ceiling, 1.0))
+    return np.log(t[keep]), np.log(n[keep]), np.log1p(-val[keep])
+
+
+def fit_ols(y: np.ndarray, x: np.ndarray):  # -> statsmodels RegressionResults
+    """OLS through statsmodels (the reference implementation the tests compare to)."""
+    return sm.OLS(y, x).fit()
+
+
+def _full_rank(x: np.ndarray) -> bool:
+    return x.shape[0] > x.shape[1] and np.linalg.matrix_rank(x) == x.shape[1]
+
+
+def c_permutation_p(
+    lt: np.ndarray,
+    ln: np.ndarray,
+    y: np.ndarray,
+    rng: np.random.Generator | None,
+    shuffles: int = 10_000,
+    *,
+    exact: bool = False,
+) -> float:
+    """Freedman-Lane permutation p-value for the interaction ``c`` (module docstring)."""
+    x1 = _m1(lt, ln)
+    reduced = x1[:, :3]
+    beta_r, *_ = np.linalg.lstsq(reduced, y, rcond=None)
+    resid = y - reduced @ beta_r
+    w = np.linalg.pinv(x1)[3]
+    observed = abs(float(w @ resid))
+    null = permutation_stats(resid, lambda rows: np.abs(rows @ w), rng, shuffles, exact=exact)
+    return p_value_ge(null, observed)
+
+
+def fit_bilinear(
+    depth: np.ndarray,
+    breadth: np.ndarray,
+    v: np.ndarray,
+    rng: np.random.Generator | None,
+    shuffles: int = 10_000,
+    ceiling: float = 0.97,
+    *,
+    exact: bool = False,
+) -> BilinearFit:
+    """Fit Eq. 2 and the nested models on one (model, task) sweep.
+
+    Inputs are per-cell arrays of shape ``(n_cells,)``: depth T, breadth N and the
+    cell's mean fitness V.  Returns NaN coefficients when fewer than 5 sub-ceiling
+    cells remain or the design is rank-deficient (e.g. a single budget, where
+    ``log N = log C - log T``); richer models get NaN when they cannot be fitted.
+    """
+    lt, ln, y = sub_ceiling_cells(depth, breadth, v, ceiling)
+    n = y.size
+    x1 = _m1(lt, ln)
+    if not _full_rank(x1):
+        return _nan_fit(n)
+    m1 = fit_ols(y, x1)
+    beta0, a, b, c = (float(t) for t in m1.params)
+    fits = {}
+    for name, build in SPECIFICATIONS.items():
+        x = build(lt, ln)
+        fits[name] = fit_ols(y, x) if _full_rank(x) else None
+
+    def r2(name: str) -> float:
+        f = fits[name]
+        return float(f.rsquared) if f is not None else float("nan")
+
+    def pf(big: str, small: str) -> float:
+        fb, fs = fits[big], fits[small]
+        if fb is None or fs is None or fb.df_resid < 1:
+            return float("nan")
+        return float(fb.compare_f_test(fs)[1])
+
+    def coef_c(name: str) -> float:
+        f = fits[name]
+        return float(f.params[3]) if f is not None else float("nan")
+
+    p_c = (
+        c_permutation_p(lt, ln, y, rng, shuffles, exact=exact)
+        if shuffles > 0 or exact
+        else float("nan")
+    )
+    return BilinearFit(
+        n_cells=n,
+        beta0=beta0,
+        a=a,
+        b=b,
+        c=c,
+        r2=float(m1.rsquared),
+        p_c=p_c,
+        m0_r2=r2("M0"),
+        m2_r2=r2("M2"),
+        m3_r2=r2("M3"),
+        m4_r2=r2("M4"),
+        p_f_m0=pf("M1", "M0"),
+        p_f_m2=pf("M2", "M1"),
+        p_f_m3=pf("M3", "M1"),
+        p_f_m4=pf("M4", "M1"),
+        c_m2=coef_c("M2"),
+        c_m3=coef_c("M3"),
+        c_m4=coef_c("M4"),
+    )
+
+
+@dataclass(frozen=True)
+class OptimalDepth:
+    """Appendix "Plateau Width": the fitted optimum along the budget slice ``C = T N``.
+
+    ``log_t_star = (a - b)/(2c) + log(C)/2``; it is a fitness *maximum* only when
+    ``c < 0`` (``interior``); otherwise the optimum is at a corner.  ``half_width`` =
+    ``sqrt(delta / |c|)`` in natural-log units of T, the plateau within ``delta`` of
+    the optimal log fitness gap.
+    """
+
+    t_star: float
+    log_t_star: float
+    interior: bool
+    half_width: float
+
+
+def optimal_depth(a: float, b: float, c: float, budget: float, delta: float = 0.1) -> OptimalDepth:
+    """Fitted T*(C) and plateau half-width (Appendix "Plateau Width", Eq. 7)."""
+    if budget < 1 or delta <= 0:
+        raise ValueError(f"budget must be >= 1 and delta > 0, got {budget}, {delta}")
+    if not np.isfinite(c) or c == 0:
+        return OptimalDepth(
+            float("nan"), float("nan"), False, float("inf") if c == 0 else float("nan")
+        )
+    log_t = (a - b) / (2 * c) + 0.5 * np.log(budget)
+    return OptimalDepth(
+        float(np.exp(log_t)), float(log_t), bool(c < 0), float(np.sqrt(delta / abs(c)))
+    )
+
+
+__all__ = [
+    "SPECIFICATIONS",
+    "BilinearFit",
+    "OptimalDepth",
+    "c_permutation_p",
+    "fit_bilinear",
+    "fit_ols",
+    "optimal_depth",
+    "sub_ceiling_cells",
+]

@@ -1,0 +1,288 @@
+"""The analysis input contract: tidy tables, their validation and loading.
+
+The analysis never talks to the engine; it reads three tidy tables (DESIGN.md: the
+store exports them, users may bring their own logs as CSV/Parquet).
+
+**Runs table** -- one row per run (required columns, dtype):
+
+==========  =======  ===========================================================
+column      dtype    meaning
+==========  =======  ===========================================================
+task        str      task name (``circle_packing`` ...)
+model       str      model name (``qwen3-8b`` ...)
+protocol    str      within-trajectory protocol (``greedy``, ``openevolve`` ...)
+allocator   str      across-trajectory allocator; ``single`` (or empty) = no BaSE
+arms        int      K, number of trajectories (1 for ``single``)
+budget      int      C, LLM calls of the run
+depth       int      T, generations (greedy); islands protocols: any int
+breadth     int      N, children per generation (greedy ``C = T * N``)
+seed        int      replicate index
+fitness     float    final best fitness, normalised (1.0 = best published), finite
+flops       float    effective FLOPs of the run (Appendix A); NaN = unknown
+run_id      any      optional; needed to join the trajectory table
+params      any      optional; free-form (JSON text) allocator/protocol parameters
+==========  =======  ===========================================================
+
+**Trajectory table** (optional, long format): ``run_id, step, calls, best_fitness,
+cumulative_flops`` -- the running best after each completed call (``step`` = call
+index 1..C in a basevolve store; any increasing index works).
+
+**Children table** (optional): ``run_id, step, fitness`` -- every child's score; used
+only for the T = 1 child-fitness histogram (Appendix "Distribution").
+
+**Method names** (summary rows, Tables 1/3): derived by :func:`method_name` --
+``greedy T=8`` for a plain greedy run, ``openevolve`` for another protocol without
+BaSE, ``base-ucb K=10`` for BaSE over greedy trajectories and
+``openevolve+base-ucb K=10`` for BaSE over another protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from basevolve.errors import ConfigError
+
+STRING_COLUMNS: tuple[str, ...] = ("task", "model", "protocol", "allocator")
+INT_COLUMNS: tuple[str, ...] = ("arms", "budget", "depth", "breadth", "seed")
+FLOAT_COLUMNS: tuple[str, ...] = ("fitness", "flops")
+RUN_COLUMNS: tuple[str, ...] = STRING_COLUMNS + INT_COLUMNS + FLOAT_COLUMNS
+TRAJECTORY_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "step",
+    "calls",
+    "best_fitness",
+    "cumulative_flops",
+)
+CHILDREN_COLUMNS: tuple[str, ...] = ("run_id", "step", "fitness")
+#: allocator values that mean "no bandit": one trajectory gets every call.
+NO_ALLOCATOR: frozenset[str] = frozenset({"", "single", "none", "nan"})
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The validated inputs of one analysis (trajectories/children may be absent)."""
+
+    runs: pd.DataFrame
+    trajectories: pd.DataFrame | None = None
+    children: pd.DataFrame | None = None
+
+
+def method_name(protocol: str, allocator: str, depth: int, arms: int) -> str:
+    """Human-readable method label of a run (see the module docstring)."""
+    protocol = str(protocol)
+    if str(allocator).strip().lower() in NO_ALLOCATOR:
+        return f"greedy T={int(depth)}" if protocol == "greedy" else protocol
+    base = f"base-{allocator} K={int(arms)}"
+    return base if protocol == "greedy" else f"{protocol}+{base}"
+
+
+def _fail(what: str, column: str, problem: str, fix: str) -> ConfigError:
+    return ConfigError(f"{what}: column {column!r} {problem}; fix: {fix}")
+
+
+def _numeric(df: pd.DataFrame, column: str, what: str, *, integer: bool, allow_nan: bool) -> None:
+    converted = pd.to_numeric(df[column], errors="coerce")
+    bad = converted.isna() & df[column].notna()
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise _fail(
+            what,
+            column,
+            f"must be numeric, found {df[column].iloc[row]!r} in row {row}",
+            "write plain numbers (no units or text) in that column",
+        )
+    if not allow_nan and converted.isna().any():
+        row = int(np.flatnonzero(converted.isna().to_numpy())[0])
+        raise _fail(
+            what,
+            column,
+            f"has a missing value in row {row}",
+            "fill it in or drop the row (a failed run scores 0.0)",
+        )
+    values = converted.to_numpy(dtype=float)
+    if np.isinf(values).any():
+        raise _fail(what, column, "contains an infinite value", "use finite numbers")
+    if integer:
+        finite = values[np.isfinite(values)]
+        if (finite != np.round(finite)).any():
+            raise _fail(what, column, "must hold whole numbers", "round or correct the values")
+        df[column] = converted.astype("int64")
+    else:
+        df[column] = values
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ConfigError(
+            f"{what}: missing column(s) {', '.join(missing)}; "
+            f"fix: the table needs columns {', '.join(columns)} (see basevolve.analysis.tables)"
+        )
+    if len(df) == 0:
+        raise ConfigError(f"{what}: the table is empty; fix: give it at least one row")
+
+
+def validate_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """Check and normalise a runs table; returns a copy with clean dtypes + ``method``."""
+    what = "runs table"
+    _require(df, RUN_COLUMNS, what)
+    out = df.copy()
+    for col in STRING_COLUMNS:
+        out[col] = out[col].astype(object).where(out[col].notna(), "").astype(str).str.strip()
+    out["allocator"] = out["allocator"].where(
+        ~out["allocator"].str.lower().isin(NO_ALLOCATOR), "single"
+    )
+    for col in INT_COLUMNS:
+        _numeric(out, col, what, integer=True, allow_nan=False)
+    _numeric(out, "fitness", what, integer=False, allow_nan=False)
+    _numeric(out, "flops", what, integer=False, allow_nan=True)
+    for col in ("budget", "depth", "breadth", "arms"):
+        if (out[col] < 1).any():
+            raise _fail(
+                what, col, "must be >= 1", "budgets, depths, breadths and arm counts are positive"
+            )
+    if "run_id" not in out.columns:
+        out["run_id"] = np.arange(len(out))
+    elif out["run_id"].isna().any() or out["run_id"].duplicated().any():
+        dup = out["run_id"][out["run_id"].duplicated()].head(1).tolist()
+        raise _fail(
+            what,
+            "run_id",
+            f"must be unique and non-empty (repeated: {dup})",
+            "give every run its own id, or drop the column",
+        )
+    out["method"] = [
+        method_name(p, a, d, k)
+        for p, a, d, k in zip(
+            out["protocol"], out["allocator"], out["depth"], out["arms"], strict=True
+        )
+    ]
+    return out.reset_index(drop=True)
+
+
+def _validate_long(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    what: str,
+    floats: Sequence[str],
+    nan_ok: Sequence[str] = (),
+) -> pd.DataFrame:
+    _require(df, columns, what)
+    out = df[list(columns)].copy()
+    for col in columns[1:]:
+        _numeric(out, col, what, integer=col not in floats, allow_nan=col in nan_ok)
+    return out
+
+
+def validate_trajectories(df: pd.DataFrame) -> pd.DataFrame:
+    """Check a trajectory table (see the module docstring); sorted by run and step."""
+    out = _validate_long(
+        df,
+        TRAJECTORY_COLUMNS,
+        "trajectory table",
+        floats=("best_fitness", "cumulative_flops"),
+        nan_ok=("cumulative_flops",),
+    )
+    return out.sort_values(["run_id", "step"], kind="stable").reset_index(drop=True)
+
+
+def validate_children(df: pd.DataFrame) -> pd.DataFrame:
+    """Check a children table (see the module docstring)."""
+    return _validate_long(df, CHILDREN_COLUMNS, "children table", floats=("fitness",))
+
+
+def read_table(path: str | Path, what: str) -> pd.DataFrame:
+    """Read a CSV or Parquet file (by extension) with clear errors."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{what}: file {str(p)!r} does not exist; fix: check the path")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(p)
+        if suffix in (".csv", ".txt", ".tsv"):
+            return pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",")
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise ConfigError(
+            f"{what}: cannot read {str(p)!r} ({exc}); fix: give a valid CSV/Parquet file"
+        ) from None
+    raise ConfigError(
+        f"{what}: unknown file type {suffix!r} for {str(p)!r}; fix: use .csv or .parquet"
+    )
+
+
+def _from_store(store: str | Path) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    if not Path(store).is_file():
+        raise ConfigError(f"store {str(store)!r} does not exist; fix: check the --store path")
+    try:  # the store is written by another module; import lazily so analysis stands alone
+        from basevolve.store import export
+    except ImportError as exc:
+        raise ConfigError(
+            f"reading --store needs basevolve.store.export, which is not available ({exc}); "
+            "fix: export the runs to CSV and use --input"
+        ) from None
+    runs = export.runs_table(store)
+    # a run with no scored program yet (created, or still running) has no final fitness;
+    # it is not an analysable sample, so it is left out rather than failing the analysis
+    runs = (
+        runs[pd.to_numeric(runs["fitness"], errors="coerce").notna()] if "fitness" in runs else runs
+    )
+    if len(runs) == 0:
+        raise ConfigError(
+            f"store {str(store)!r} has no run with a scored program yet; fix: run something first"
+        )
+    traj = export.trajectories_table(store)
+    children_fn = getattr(export, "children_table", None)
+    children = children_fn(store) if children_fn is not None else None
+    return runs, traj, children
+
+
+def load_tables(
+    input: str | Path | pd.DataFrame | None = None,
+    trajectories: str | Path | pd.DataFrame | None = None,
+    store: str | Path | None = None,
+    children: str | Path | pd.DataFrame | None = None,
+) -> Tables:
+    """Load and validate the analysis inputs from files, DataFrames or a store.
+
+    Exactly one of ``input`` (runs table) and ``store`` must be given.  Empty
+    trajectory/children tables are treated as absent.
+    """
+    if (input is None) == (store is None):
+        raise ConfigError("give exactly one of --input RUNS (CSV/Parquet) or --store FILE")
+    if store is not None:
+        runs, traj, kids = _from_store(store)
+        trajectories = traj if trajectories is None else trajectories
+        children = kids if children is None else children
+    else:
+        runs = input if isinstance(input, pd.DataFrame) else read_table(input, "runs table")
+    if trajectories is not None and not isinstance(trajectories, pd.DataFrame):
+        trajectories = read_table(trajectories, "trajectory table")
+    if children is not None and not isinstance(children, pd.DataFrame):
+        children = read_table(children, "children table")
+    traj_v = (
+        validate_trajectories(trajectories)
+        if trajectories is not None and len(trajectories)
+        else None
+    )
+    kids_v = validate_children(children) if children is not None and len(children) else None
+    return Tables(runs=validate_runs(runs), trajectories=traj_v, children=kids_v)
+
+
+__all__ = [
+    "CHILDREN_COLUMNS",
+    "RUN_COLUMNS",
+    "TRAJECTORY_COLUMNS",
+    "Tables",
+    "load_tables",
+    "method_name",
+    "read_table",
+    "validate_children",
+    "validate_runs",
+    "validate_trajectories",
+]

@@ -1,0 +1,157 @@
+"""``basevolve analyze`` and ``basevolve report``: the paper's statistics from a store or CSV.
+
+Both read the tidy tables of :mod:`basevolve.analysis.tables` (``--store FILE`` or
+``--input runs.csv [--trajectories traj.csv] [--children children.csv]``).
+``analyze`` prints readable tables, or one JSON document with ``--json`` (NaN -> null);
+``report`` writes Markdown/LaTeX tables, PNG/PDF figures and ``index.html`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from basevolve.errors import ConfigError
+
+PRINTED: tuple[tuple[str, str], ...] = (
+    ("summary", "Per-configuration fitness (mean, bootstrap SE, 95% CI, IQM)"),
+    ("envelope", "Fitness-compute envelope (Section 4.1)"),
+    ("collapse", "Cross-model collapse: pooled V_max ~ log10 FLOPs"),
+    ("flops_fit", "FLOPs per call vs log2 T (pooled over budgets)"),
+    ("bilinear", "Bilinear fit, Eq. 2, with nested models M0-M4 (Tables 2, 5, 8)"),
+    ("optimal_depth", "Compute-optimal depth T*(C) and plateau half-width"),
+    ("gate", "Capability gate (Table 4)"),
+    ("thresholds", "Time to threshold (Table 3)"),
+)
+
+
+def _thresholds(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--thresholds must be comma-separated numbers like 0.8,0.9, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError("--thresholds needs at least one number, e.g. 0.8,0.9")
+    return values
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--store", metavar="FILE", help="basevolve run store (SQLite)")
+    src.add_argument("--input", metavar="RUNS", help="runs table, CSV or Parquet (one row per run)")
+    p.add_argument(
+        "--trajectories",
+        metavar="FILE",
+        help="trajectory table (run_id, step, calls, best_fitness, cumulative_flops)",
+    )
+    p.add_argument(
+        "--children",
+        metavar="FILE",
+        help="children table (run_id, step, fitness) for the T=1 histogram",
+    )
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument(
+        "--shuffles",
+        type=int,
+        default=10_000,
+        help="permutation shuffles for the bilinear c (default 10000)",
+    )
+    p.add_argument(
+        "--gate-shuffles",
+        type=int,
+        default=20_000,
+        help="permutation shuffles for the capability gate (default 20000)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
+    p.add_argument(
+        "--ceiling", type=float, default=0.97, help="sub-ceiling cutoff for Eq. 2 (default 0.97)"
+    )
+    p.add_argument(
+        "--thresholds",
+        type=_thresholds,
+        default=None,
+        metavar="T1,T2",
+        help="fitness thresholds tau for Table 3 (default 0.5,0.8,0.9,0.95,0.99)",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "analyze", help="statistics of the paper from a store or runs table", description=__doc__
+    )
+    _add_common(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.set_defaults(func=run_analyze)
+    r = subparsers.add_parser(
+        "report", help="Markdown/LaTeX tables and figures into a folder", description=__doc__
+    )
+    _add_common(r)
+    r.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    r.set_defaults(func=run_report)
+
+
+def _load_and_analyze(args: argparse.Namespace):
+    from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
+    from basevolve.analysis.tables import load_tables
+
+    tables = load_tables(
+        input=args.input, trajectories=args.trajectories, store=args.store, children=args.children
+    )
+    cfg = AnalysisConfig(
+        resamples=args.resamples,
+        shuffles=args.shuffles,
+        gate_shuffles=args.gate_shuffles,
+        seed=args.seed,
+        ceiling=args.ceiling,
+        thresholds=args.thresholds or DEFAULT_THRESHOLDS,
+    )
+    return tables, analyze(tables, cfg)
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    from basevolve.analysis.pipeline import to_jsonable
+
+    _, result = _load_and_analyze(args)
+    if args.json:
+        json.dump(to_jsonable(result), sys.stdout, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    import pandas as pd
+
+    with pd.option_context(
+        "display.width",
+        160,
+        "display.max_columns",
+        40,
+        "display.max_rows",
+        400,
+        "display.float_format",
+        "{:.4g}".format,
+    ):
+        for key, title in PRINTED:
+            df = result.tables[key]
+            print(f"== {title} ==")
+            print(
+                df.to_string(index=False)
+                if len(df)
+                else "(no rows: input has no data for this analysis)"
+            )
+            print()
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from basevolve.report import write_report
+
+    tables, result = _load_and_analyze(args)
+    try:
+        index = write_report(result, tables, args.out)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the report to {args.out!r} ({exc}); fix: choose a writable --out folder"
+        ) from None
+    print(f"report written: {index}")
+    return 0

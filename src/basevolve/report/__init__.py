@@ -1,0 +1,210 @@
+"""Reports: the paper's tables (Markdown + LaTeX) and figures (PNG + PDF) in one folder.
+
+:func:`write_report` lays out::
+
+    OUT/index.html        every table and figure on one page
+    OUT/tables.md         all tables, Markdown
+    OUT/tables.tex        all tables, LaTeX (booktabs)
+    OUT/analysis.json     the full analysis (as ``basevolve analyze --json``)
+    OUT/figures/NAME.png  (+ NAME.pdf unless ``pdf=False``)
+
+Figures with nothing to draw (e.g. no children table) are skipped with a note in
+``index.html`` and ``tables.md``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from basevolve.analysis.pipeline import AnalysisResult, to_jsonable
+from basevolve.analysis.tables import Tables
+from basevolve.report import tables as tab
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A named table of the report: caption and grid builder."""
+
+    name: str
+    caption: str
+    build: Callable[[AnalysisResult], tab.Grid]
+
+
+def _num_fmt(digits: int = 4) -> Callable[[object], str]:
+    return lambda v: tab._num(v, digits)
+
+
+TABLES: tuple[TableSpec, ...] = (
+    TableSpec(
+        "table1",
+        "Table 1 layout: fitness (mean ± bootstrap SE) per method at the largest budget",
+        lambda r: tab.mean_se_grid(r["table1"]),
+    ),
+    TableSpec(
+        "table6",
+        "Table 6 layout: baseline vs BaSE allocators per protocol variant",
+        lambda r: tab.mean_se_grid(r["table6"]),
+    ),
+    TableSpec(
+        "table7",
+        "Table 7 layout: BaSE fitness vs arm-pool size K",
+        lambda r: tab.mean_se_grid(r["table7"]),
+    ),
+    TableSpec(
+        "thresholds",
+        "Table 3 layout (largest budget): earliest step and cumulative FLOPs where ≥ 90% "
+        "of bootstrap samples of the mean running best reach τ (--- = never)",
+        lambda r: tab.thresholds_grid(r["thresholds"]),
+    ),
+    TableSpec(
+        "bilinear",
+        "Tables 2/5/8: bilinear fit log(1-V) = β0 + a log T + b log N + c log T log N on "
+        "sub-ceiling cells, nested-model R² and F-test p-values vs M1",
+        lambda r: tab.bilinear_grid(r["bilinear"]),
+    ),
+    TableSpec(
+        "gate",
+        "Table 4: capability gate (best-of-N, best over depths, penBoN, permutation p)",
+        lambda r: tab.gate_grid(r["gate"]),
+    ),
+    TableSpec(
+        "envelope",
+        "Fitness-compute envelope per budget (Section 4.1)",
+        lambda r: tab.frame_grid(
+            r["envelope"],
+            ["task", "model", "budget"],
+            {
+                "v_max": _num_fmt(),
+                "t_star": _num_fmt(0),
+                "v_t1": _num_fmt(),
+                "gap": _num_fmt(),
+                "flops": _num_fmt(),
+            },
+        ),
+    ),
+    TableSpec(
+        "collapse",
+        "Cross-model collapse: one pooled line V_max ~ log10 FLOPs per task",
+        lambda r: tab.frame_grid(
+            r["collapse"],
+            ["task"],
+            {"models": str, "n_points": _num_fmt(0), "slope": _num_fmt(), "r2": _num_fmt()},
+        ),
+    ),
+    TableSpec(
+        "optimal_depth",
+        "Compute-optimal depth: empirical T*(C), fitted T*(C) and plateau half-width (log T units)",
+        lambda r: tab.frame_grid(
+            r["optimal_depth"],
+            ["task", "model", "budget"],
+            {
+                "t_star_emp": _num_fmt(0),
+                "v_max": _num_fmt(),
+                "t_star_fit": _num_fmt(2),
+                "interior": tab._num,
+                "half_width": _num_fmt(3),
+            },
+        ),
+    ),
+)
+
+
+def _figure_block(name: str, caption: str, made: bool) -> str:
+    if not made:
+        return f"<figure><p><em>{html.escape(caption)} -- skipped: the input has no data for it.</em></p></figure>"
+    return (
+        f'<figure><img src="figures/{name}.png" alt="{html.escape(caption)}" style="max-width:100%">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _md_to_html_table(md: str) -> str:
+    lines = [ln for ln in md.strip().splitlines() if ln.startswith("|")]
+    if not lines:
+        return "<p><em>no rows for this input</em></p>"
+
+    def cells(ln: str) -> list[str]:
+        return [c.strip() for c in ln.strip().strip("|").split(" | ")]
+
+    out = [
+        "<table>",
+        "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells(lines[0])) + "</tr>",
+    ]
+    for ln in lines[2:]:
+        row = []
+        for c in cells(ln):
+            bold = c.startswith("**") and c.endswith("**") and len(c) > 4
+            text = html.escape(c[2:-2] if bold else c)
+            row.append(f"<td><b>{text}</b></td>" if bold else f"<td>{text}</td>")
+        out.append("<tr>" + "".join(row) + "</tr>")
+    return "\n".join([*out, "</table>"])
+
+
+def write_report(
+    result: AnalysisResult,
+    tables: Tables,
+    out: str | Path,
+    *,
+    pdf: bool = True,
+    dpi: int = 110,
+    include_json: bool = True,
+) -> Path:
+    """Write the whole report into ``out`` (created) and return the ``index.html`` path.
+
+    ``pdf=False`` / ``include_json=False`` keep small reports small (docs/example-report).
+    """
+    from basevolve.report.figures import FIGURES, close
+
+    root = Path(out)
+    (root / "figures").mkdir(parents=True, exist_ok=True)
+    md_parts, tex_parts, html_parts = ["# basevolve analysis report\n"], [], []
+    for spec in TABLES:
+        grid = spec.build(result)
+        md = tab.to_markdown(grid, spec.caption)
+        md_parts.append(md)
+        tex_parts.append(tab.to_latex(grid, spec.caption))
+        html_parts.append(f"<h2>{html.escape(spec.caption)}</h2>\n{_md_to_html_table(md)}")
+    fig_parts = []
+    for spec in FIGURES:
+        fig = spec.build(result, tables)
+        if fig is not None:
+            fig.savefig(root / "figures" / f"{spec.name}.png", dpi=dpi)
+            if pdf:
+                fig.savefig(root / "figures" / f"{spec.name}.pdf")
+            close(fig)
+            md_parts.append(f"![{spec.caption}](figures/{spec.name}.png)\n\n*{spec.caption}*\n")
+        else:
+            md_parts.append(f"*{spec.caption} -- skipped: the input has no data for it.*\n")
+        fig_parts.append(_figure_block(spec.name, spec.caption, fig is not None))
+    (root / "tables.md").write_text("\n".join(md_parts), encoding="utf-8")
+    (root / "tables.tex").write_text("\n".join(tex_parts), encoding="utf-8")
+    if include_json:
+        (root / "analysis.json").write_text(
+            json.dumps(to_jsonable(result), allow_nan=False), encoding="utf-8"
+        )
+    style = (
+        "body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
+        "font-size:12px;margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 6px}"
+        "figure{margin:1em 0}figcaption{font-size:13px;color:#333}"
+    )
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>basevolve report</title>"
+        f"<style>{style}</style></head><body><h1>basevolve analysis report</h1>"
+        "<p>Tables also in <a href='tables.md'>tables.md</a> and <a href='tables.tex'>tables.tex</a>"
+        + ("; raw numbers in <a href='analysis.json'>analysis.json</a>" if include_json else "")
+        + ".</p><h2>Figures</h2>"
+        + "\n".join(fig_parts)
+        + "\n"
+        + "\n".join(html_parts)
+        + "</body></html>"
+    )
+    index = root / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
+
+
+__all__ = ["TABLES", "TableSpec", "write_report"]

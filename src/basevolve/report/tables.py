@@ -1,0 +1,231 @@
+"""Markdown and LaTeX tables in the paper's layouts, from analysis result DataFrames.
+
+Every table is first built as a grid of strings (a DataFrame whose index holds the
+row labels) plus a same-shaped boolean "bold" mask, then rendered by one of the
+:data:`RENDERERS` (``md``, ``tex``).  Cells are ``mean ± SE`` as in Tables 1, 6, 7;
+the bold entry is the best mean of its block, like the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pandas as pd
+
+Grid = tuple[pd.DataFrame, pd.DataFrame]  # (strings, bold mask)
+
+
+def _num(x: object, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "---"
+    if isinstance(x, (bool,)):
+        return "yes" if x else "no"
+    if isinstance(x, (int,)) or (
+        isinstance(x, float) and x.is_integer() and abs(x) < 1e6 and digits == 0
+    ):
+        return str(int(x))
+    v = float(x)  # type: ignore[arg-type]
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.3g}"
+    return f"{v:.{digits}f}"
+
+
+def _p(x: object) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "---"
+    v = float(x)  # type: ignore[arg-type]
+    return "<1e-3" if v < 1e-3 else f"{v:.3f}"
+
+
+def _signed(x: object) -> str:
+    if x is None or not math.isfinite(float(x)):  # type: ignore[arg-type]
+        return "---"
+    return f"{float(x):+.4f}"  # type: ignore[arg-type]
+
+
+def mean_se_grid(layout: pd.DataFrame) -> Grid:
+    """Pivot a layout from :mod:`basevolve.analysis.grouped` into ``mean ± se`` cells."""
+    if layout.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    lay = layout.drop_duplicates(["row", "column"])
+    text = lay.assign(
+        cell=[f"{_num(m)} ± {_num(s)}" for m, s in zip(lay["mean"], lay["se"], strict=True)]
+    )
+    cols = list(dict.fromkeys(lay["column"]))
+    rows = list(dict.fromkeys(lay["row"]))
+    grid = (
+        text.pivot(index="row", columns="column", values="cell")
+        .reindex(index=rows, columns=cols)
+        .fillna("---")
+    )
+    bold = text.pivot(index="row", columns="column", values="best").reindex(
+        index=rows, columns=cols
+    )
+    return grid, bold.fillna(False).astype(bool)
+
+
+def frame_grid(
+    df: pd.DataFrame, index: list[str], formats: dict[str, Callable[[object], str]]
+) -> Grid:
+    """A plain table: ``index`` columns joined as the row label, others formatted."""
+    if df.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    labels = [" / ".join(str(v) for v in vals) for vals in df[index].itertuples(index=False)]
+    body = {col: [fmt(v) for v in df[col]] for col, fmt in formats.items()}
+    grid = pd.DataFrame(body, index=pd.Index(labels, name=" / ".join(index)))
+    return grid, pd.DataFrame(False, index=grid.index, columns=grid.columns)
+
+
+def bilinear_grid(bil: pd.DataFrame) -> Grid:
+    """Tables 2/8 (coefficients, R^2, permutation p for c) with Table 5's nested R^2."""
+    f = {k: _num for k in ("beta0", "a", "b", "c", "r2")}
+    f.update(
+        {
+            "p_c": _p,
+            "m0_r2": _num,
+            "m2_r2": _num,
+            "m3_r2": _num,
+            "m4_r2": _num,
+            "p_f_m2": _p,
+            "p_f_m3": _p,
+            "p_f_m4": _p,
+            "n_cells": lambda v: _num(v, 0),
+        }
+    )
+    return frame_grid(bil, ["task", "model"], f)
+
+
+def gate_grid(gate: pd.DataFrame) -> Grid:
+    """Table 4: V_{T=1}, V_max, penBoN and the permutation p per (model, task, C)."""
+    return frame_grid(
+        gate,
+        ["model", "task", "budget"],
+        {"v_t1": _num, "v_max": _num, "pen_bon": _signed, "p": _p},
+    )
+
+
+def thresholds_grid(thr: pd.DataFrame, budget: int | None = None) -> Grid:
+    """Table 3: rows (model, task, C, tau), columns ``method: step`` and ``method: FLOPs``.
+
+    Like the paper (C = 512) only one budget is shown: ``budget`` or the largest.
+    """
+    if thr.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    t = thr[thr["budget"] == (int(thr["budget"].max()) if budget is None else int(budget))].copy()
+    t["row"] = (
+        t["model"]
+        + " / "
+        + t["task"]
+        + " / C="
+        + t["budget"].astype(str)
+        + " / τ="
+        + t["tau"].map("{:g}".format)
+    )
+    t["gen"] = [_num(s, 0) if r else "---" for s, r in zip(t["step"], t["reached"], strict=True)]
+    t["fl"] = [_num(f) if r else "---" for f, r in zip(t["flops"], t["reached"], strict=True)]
+    steps = pd.to_numeric(t["step"], errors="coerce")
+    t["bold"] = steps == steps.groupby(t["row"]).transform("min")
+    rows = list(dict.fromkeys(t["row"]))
+    methods = list(dict.fromkeys(t["method"]))
+    gen = t.pivot(index="row", columns="method", values="gen").reindex(index=rows, columns=methods)
+    fl = t.pivot(index="row", columns="method", values="fl").reindex(index=rows, columns=methods)
+    bold = t.pivot(index="row", columns="method", values="bold").reindex(
+        index=rows, columns=methods
+    )
+    grid = pd.concat({"Gen.": gen, "FLOPs": fl}, axis=1).swaplevel(axis=1)[methods].fillna("---")
+    grid.columns = [f"{m}: {k}" for m, k in grid.columns]
+    mask = (
+        pd.concat({"Gen.": bold, "FLOPs": bold}, axis=1)
+        .swaplevel(axis=1)[methods]
+        .fillna(False)
+        .astype(bool)
+    )
+    mask.columns = grid.columns
+    return grid, mask
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def to_markdown(grid: Grid, caption: str) -> str:
+    text, bold = grid
+    if text.empty:
+        return f"**{caption}**\n\n(no rows for this input)\n"
+    head = [text.index.name or "", *map(str, text.columns)]
+    lines = [
+        f"**{caption}**",
+        "",
+        "| " + " | ".join(map(_md_escape, head)) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for label, row in text.iterrows():
+        cells = [
+            f"**{v}**" if bold.loc[label, c] and v != "---" else str(v) for c, v in row.items()
+        ]
+        lines.append("| " + " | ".join(map(_md_escape, [str(label), *cells])) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_TEX = str.maketrans(
+    {
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "±": r"$\pm$",
+        "τ": r"$\tau$",
+        "β": r"$\beta$",
+        "²": r"$^2$",
+        "≥": r"$\geq$",
+        "×": r"$\times$",
+        "<": r"$<$",
+        ">": r"$>$",
+    }
+)
+
+
+def to_latex(grid: Grid, caption: str) -> str:
+    text, bold = grid
+    if text.empty:
+        return f"% {caption}: no rows for this input\n"
+    cols = "l" + "c" * len(text.columns)
+    head = " & ".join(s.translate(_TEX) for s in [text.index.name or "", *map(str, text.columns)])
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering\small",
+        f"\\caption{{{caption.translate(_TEX)}}}",
+        f"\\begin{{tabular}}{{{cols}}}",
+        r"\toprule",
+        head + r" \\",
+        r"\midrule",
+    ]
+    for label, row in text.iterrows():
+        cells = [
+            f"\\textbf{{{str(v).translate(_TEX)}}}"
+            if bold.loc[label, c] and v != "---"
+            else str(v).translate(_TEX)
+            for c, v in row.items()
+        ]
+        lines.append(" & ".join([str(label).translate(_TEX), *cells]) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+#: Output formats: name -> (file suffix, renderer).
+RENDERERS: dict[str, tuple[str, Callable[[Grid, str], str]]] = {
+    "md": (".md", to_markdown),
+    "tex": (".tex", to_latex),
+}
+
+__all__ = [
+    "RENDERERS",
+    "bilinear_grid",
+    "frame_grid",
+    "gate_grid",
+    "mean_se_grid",
+    "thresholds_grid",
+    "to_latex",
+    "to_markdown",
+]

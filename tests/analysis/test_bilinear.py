@@ -1,0 +1,124 @@
+"""Eq. 2 fit: agreement with statsmodels, recovery, permutation p for c, T*(C)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import stats as sps
+
+from basevolve.analysis.bilinear import c_permutation_p, fit_bilinear, optimal_depth
+
+BUDGETS = (8, 16, 32, 64, 128, 256, 512)
+
+
+def grid(budgets=BUDGETS) -> tuple[np.ndarray, np.ndarray]:
+    t, n = [], []
+    for c in budgets:
+        for k in range(int(math.log2(c)) + 1):
+            t.append(2**k)
+            n.append(c // 2**k)
+    return np.array(t), np.array(n)
+
+
+def surface(t, n, beta0, a, b, c, noise, rng):
+    lt, ln = np.log(t), np.log(n)
+    return 1 - np.exp(beta0 + a * lt + b * ln + c * lt * ln + rng.normal(0, noise, t.size))
+
+
+def test_matches_statsmodels_to_1e9() -> None:
+    rng = np.random.default_rng(0)
+    t, n = grid()
+    v = surface(t, n, -0.3, -0.4, -0.3, -0.05, 0.1, rng)
+    fit = fit_bilinear(t, n, v, rng, shuffles=10)
+    keep = v < 0.97
+    lt, ln, y = np.log(t[keep]), np.log(n[keep]), np.log(1 - v[keep])
+    x1 = np.column_stack([np.ones_like(lt), lt, ln, lt * ln])
+    ref = sm.OLS(y, x1).fit()
+    assert fit.n_cells == keep.sum()
+    assert np.allclose([fit.beta0, fit.a, fit.b, fit.c], ref.params, atol=1e-9, rtol=0)
+    assert fit.r2 == pytest.approx(ref.rsquared, abs=1e-9)
+    # independent R^2 and coefficients from numpy
+    beta, *_ = np.linalg.lstsq(x1, y, rcond=None)
+    assert np.allclose(beta, ref.params, atol=1e-9)
+    # nested models and F-tests against hand-built statsmodels fits
+    m0 = sm.OLS(y, np.column_stack([np.ones_like(lt), lt + ln])).fit()
+    m2 = sm.OLS(y, np.column_stack([x1, lt**2])).fit()
+    m3 = sm.OLS(y, np.column_stack([x1, ln**2])).fit()
+    m4 = sm.OLS(y, np.column_stack([x1, lt**2, ln**2])).fit()
+    assert fit.m0_r2 == pytest.approx(m0.rsquared, abs=1e-9)
+    assert fit.m2_r2 == pytest.approx(m2.rsquared, abs=1e-9)
+    assert fit.m3_r2 == pytest.approx(m3.rsquared, abs=1e-9)
+    assert fit.m4_r2 == pytest.approx(m4.rsquared, abs=1e-9)
+    assert fit.p_f_m2 == pytest.approx(m2.compare_f_test(ref)[1], abs=1e-9)
+    assert fit.p_f_m3 == pytest.approx(m3.compare_f_test(ref)[1], abs=1e-9)
+    assert fit.p_f_m4 == pytest.approx(m4.compare_f_test(ref)[1], abs=1e-9)
+    # the F-test by hand: ((RSS1 - RSS4) / 2) / (RSS4 / df4)
+    f = ((ref.ssr - m4.ssr) / 2) / (m4.ssr / m4.df_resid)
+    assert fit.p_f_m4 == pytest.approx(sps.f.sf(f, 2, m4.df_resid), abs=1e-9)
+    assert fit.c_m4 == pytest.approx(m4.params[3], abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "truth", [(-0.5, -0.6, -0.5, -0.03), (-0.6, -0.2, -0.3, -0.1), (0.6, -0.36, -0.17, 0.01)]
+)
+def test_recovers_known_surface(truth) -> None:
+    rng = np.random.default_rng(7)
+    t, n = grid()
+    v = surface(t, n, *truth, noise=0.02, rng=rng)
+    fit = fit_bilinear(t, n, v, rng, shuffles=200, ceiling=0.999)
+    assert [fit.beta0, fit.a, fit.b, fit.c] == pytest.approx(list(truth), abs=0.05)
+    assert fit.r2 > 0.95
+
+
+def test_ceiling_drops_cells_and_single_budget_is_nan() -> None:
+    t, n = grid()
+    v = np.where(t * n >= 256, 0.99, 0.5 + 0.01 * np.log(t))
+    fit = fit_bilinear(t, n, v, np.random.default_rng(0), shuffles=10)
+    assert fit.n_cells == int((t * n < 256).sum())
+    one = fit_bilinear(
+        *grid((512,)), np.linspace(0.1, 0.9, 10), np.random.default_rng(0), shuffles=10
+    )
+    assert one.n_cells == 10 and math.isnan(one.c)  # log N = log C - log T: rank deficient
+
+
+def test_c_permutation_exact_matches_monte_carlo() -> None:
+    rng = np.random.default_rng(3)
+    t = np.array([1, 2, 4, 1, 2, 8, 4])
+    n = np.array([4, 2, 1, 8, 4, 1, 4])
+    y = rng.normal(size=7)
+    exact = c_permutation_p(np.log(t), np.log(n), y, None, exact=True)
+    mc = c_permutation_p(np.log(t), np.log(n), y, np.random.default_rng(4), shuffles=20_000)
+    assert 0.0 < exact <= 1.0
+    assert mc == pytest.approx(exact, abs=0.015)
+
+
+def test_c_permutation_detects_a_real_interaction() -> None:
+    rng = np.random.default_rng(5)
+    t, n = grid()
+    v = surface(t, n, -0.6, -0.2, -0.3, -0.1, 0.03, rng)
+    assert fit_bilinear(t, n, v, rng, shuffles=2000, ceiling=0.999).p_c < 0.01
+
+
+def test_c_permutation_null_is_uniform() -> None:
+    rng = np.random.default_rng(11)
+    t, n = grid((8, 16, 32, 64))
+    ps = []
+    for _ in range(100):
+        v = surface(t, n, -0.5, -0.4, -0.3, 0.0, 0.1, rng)
+        ps.append(fit_bilinear(t, n, v, rng, shuffles=200, ceiling=0.999).p_c)
+    ps = np.array(ps)
+    assert 0.02 <= np.mean(ps < 0.1) <= 0.22
+    assert sps.kstest(ps, "uniform").pvalue > 0.01
+
+
+def test_optimal_depth_by_hand() -> None:
+    # log T* = (a - b)/(2c) + log(C)/2 = (0.1)/(-0.2) + 2 = 1.5; half-width sqrt(0.1/0.1) = 1
+    opt = optimal_depth(-0.2, -0.3, -0.1, math.exp(4), delta=0.1)
+    assert opt.log_t_star == pytest.approx(1.5)
+    assert opt.t_star == pytest.approx(math.exp(1.5))
+    assert opt.half_width == pytest.approx(1.0)
+    assert opt.interior
+    assert not optimal_depth(-0.2, -0.3, 0.05, 64).interior
