@@ -1,0 +1,228 @@
+"""Sandbox child side: framing helpers, the plain-data encoder and the forked child.
+
+Loaded by ``_worker.py`` from its own directory (inside the sandbox basevolve is not
+importable), so it is self-contained: standard library only, numpy when pre-imported.
+The program runs as a module named ``program``, so an ``if __name__ == "__main__":``
+block does not run.  Its value is written to fd 3 as ``b"BVR1"`` + 4-byte header length
++ JSON header (a tagged tree: every node ``[tag, payload]``, so tuples survive and user
+data can never be mistaken for a tag) + concatenated ``.npy`` blobs saved with
+``allow_pickle=False``; ``basevolve.sandbox.codec`` decodes it in the trusted parent.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import linecache
+import os
+import resource
+import signal
+import struct
+import sys
+import traceback
+import types
+from collections.abc import Sequence
+from typing import Any
+
+MODULE_NAME = "program"
+PROGRAM_FILE = "program.py"
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+MAX_DEPTH = 64
+RESULT_FD = 3
+REQUEST_FD = 4
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> bytes | None:
+    head = read_exact(fd, 4)
+    if head is None:
+        return None
+    return read_exact(fd, struct.unpack(">I", head)[0])
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_frame(fd: int, data: bytes) -> None:
+    write_all(fd, struct.pack(">I", len(data)) + data)
+
+
+# ---------------------------------------------------------------- child side
+
+
+class BadValue(Exception):
+    pass
+
+
+def encode(value: Any, blobs: list[bytes], depth: int = 0) -> list[Any]:
+    """Tagged tree: every node is [tag, payload]; unambiguous, tuples survive."""
+    if depth > MAX_DEPTH:
+        raise BadValue(f"returned value is nested deeper than {MAX_DEPTH} levels")
+    np = sys.modules.get("numpy")
+    if value is None:
+        return ["n", None]
+    if isinstance(value, bool):
+        return ["b", bool(value)]
+    if np is not None and isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc" or value.dtype.fields is not None:
+            raise BadValue(
+                f"returned a numpy array of dtype {value.dtype}; only numeric or bool arrays are plain data"
+            )
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(value), allow_pickle=False)
+        blobs.append(buf.getvalue())
+        return ["a", len(blobs) - 1]
+    if np is not None and isinstance(value, np.generic):
+        if value.dtype.kind not in "biufc":
+            raise BadValue(f"returned a numpy scalar of dtype {value.dtype}; not plain data")
+        return encode(value.item(), blobs, depth + 1)
+    if isinstance(value, int):
+        return ["i", int(value)]
+    if isinstance(value, float):
+        return ["f", float(value)]
+    if isinstance(value, complex):
+        return ["c", [value.real, value.imag]]
+    if isinstance(value, str):
+        return ["s", str(value)]
+    if isinstance(value, (list, tuple)):
+        tag = "t" if isinstance(value, tuple) else "l"
+        return [tag, [encode(v, blobs, depth + 1) for v in value]]
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise BadValue(
+                    f"returned a dict with a key of type {type(k).__name__}; keys must be str"
+                )
+            items.append([str(k), encode(v, blobs, depth + 1)])
+        return ["d", items]
+    raise BadValue(f"returned an object of type {type(value).__name__}, which is not plain data")
+
+
+def result_frame(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> bytes:
+    head = json.dumps(header).encode()
+    return b"BVR1" + struct.pack(">I", len(head)) + head + b"".join(blobs)
+
+
+def apply_limits(limits: dict[str, int]) -> None:
+    for name, value in limits.items():
+        res = getattr(resource, name)
+        resource.setrlimit(res, (value, value))
+
+
+def child_main(
+    cfg: dict[str, Any], libc: Any, workdir: str, req_r: int, out_w: int, err_w: int, res_w: int
+) -> None:
+    """Runs in a pre-forked child: prepare, wait for the request, then run the program."""
+    os.setsid()
+    # Move the pipe ends to high fds first so dup2 below never clobbers them.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 200) for fd in (out_w, err_w, res_w, req_r)]
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(high[0], 1)
+    os.dup2(high[1], 2)
+    os.dup2(high[2], RESULT_FD)
+    os.dup2(high[3], REQUEST_FD)
+    os.closerange(REQUEST_FD + 1, 1 << 16)  # protocol pipes, pidfds, everything else
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    if cfg.get("unshare_net"):
+        libc.unshare(CLONE_NEWNET | CLONE_NEWIPC)  # best effort in the rlimits fallback
+    os.chdir(workdir)
+    raw = read_frame(REQUEST_FD)  # the worker forked us ahead of time; block until needed
+    if raw is None:
+        os._exit(0)
+    os.close(REQUEST_FD)
+    req = json.loads(raw)
+    apply_limits(req["limits"])
+    uid, gid = cfg.get("uid"), cfg.get("gid")
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    sys.argv = [PROGRAM_FILE]
+    me = os.getpid()
+
+    def finish(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
+        if os.getpid() != me:  # a fork of the program must never write the result
+            os._exit(0)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        try:
+            write_all(RESULT_FD, result_frame(header, blobs))
+            # Closing the pipes before _exit lets the worker answer without waiting for
+            # the kernel to tear this (large, forked) address space down.
+            os.closerange(0, RESULT_FD + 1)
+        finally:
+            os._exit(0)
+
+    code, entry = req["code"], req["entry"]
+    try:
+        mod = types.ModuleType(MODULE_NAME)
+        mod.__file__ = PROGRAM_FILE
+        sys.modules[MODULE_NAME] = mod
+        linecache.cache[PROGRAM_FILE] = (len(code), None, code.splitlines(True), PROGRAM_FILE)
+        exec(compile(code, PROGRAM_FILE, "exec"), mod.__dict__)
+        fn = mod.__dict__.get(entry)
+        if fn is None:
+            finish(
+                {
+                    "status": "error",
+                    "error": f"entry function {entry!r} is not defined by the program",
+                }
+            )
+        if not callable(fn):
+            finish(
+                {
+                    "status": "error",
+                    "error": f"entry {entry!r} is a {type(fn).__name__}, not a function",
+                }
+            )
+        value = fn()
+    except SystemExit as exc:
+        finish(
+            {
+                "status": "error",
+                "error": f"program called sys.exit({exc.code!r}) instead of returning",
+            }
+        )
+    except BaseException as exc:  # the program's own failure, reported with its reason
+        try:
+            traceback.print_exc()
+            reason = f"{type(exc).__name__}: {exc}"[:2000]
+        except BaseException:
+            reason = type(exc).__name__
+        finish({"status": "error", "error": reason})
+    try:
+        blobs = []
+        tree = encode(value, blobs)
+    except BadValue as exc:
+        finish({"status": "bad_output", "error": str(exc)})
+    except BaseException as exc:
+        finish(
+            {
+                "status": "bad_output",
+                "error": f"could not encode the returned value: {type(exc).__name__}",
+            }
+        )
+    finish({"status": "ok", "tree": tree, "blobs": [len(b) for b in blobs]}, blobs)

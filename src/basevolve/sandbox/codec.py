@@ -1,0 +1,194 @@
+"""Trusted side of the sandbox boundary: turn a worker's raw report into an ExecResult.
+
+A program must never influence its score except through the data it returns (issue 2,
+section 2), so this module only ever runs ``json.loads`` and
+``numpy.load(allow_pickle=False)`` on bytes a program produced - never ``pickle``.  The
+value arrives as a tagged tree (``[tag, payload]`` per node, see ``_worker.encode``)
+whose array leaves point into ``.npy`` blobs; anything malformed is ``bad_output``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from basevolve.records import ExecResult, ExecStatus, Isolation
+
+MAGIC = b"BVR1"
+MAX_DEPTH = 64
+_ARRAY_KINDS = frozenset("biufc")
+
+
+class DecodeError(ValueError):
+    """The child's result bytes are not a well-formed plain-data value."""
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _decode_array(blob: bytes) -> np.ndarray:
+    try:
+        arr = np.load(io.BytesIO(blob), allow_pickle=False)
+    except Exception as exc:  # numpy raises several types on malformed .npy bytes
+        raise DecodeError(
+            f"array blob is not a valid .npy without pickles ({type(exc).__name__})"
+        ) from exc
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in _ARRAY_KINDS or arr.dtype.fields:
+        raise DecodeError("array blob does not hold a numeric or bool array")
+    return arr
+
+
+class _TreeDecoder:
+    """Rebuild the value from the tagged tree; each tag has one handler (no if-chains)."""
+
+    def __init__(self, blobs: list[bytes]) -> None:
+        self.blobs = blobs
+        self.handlers: dict[str, Callable[[Any, int], Any]] = {
+            "n": lambda p, d: None,
+            "b": lambda p, d: self._typed(p, bool),
+            "i": lambda p, d: self._typed(p, int),
+            "f": lambda p, d: float(self._typed(p, (int, float))),
+            "c": lambda p, d: complex(
+                *[float(self._typed(x, (int, float))) for x in self._pair(p)]
+            ),
+            "s": lambda p, d: self._typed(p, str),
+            "l": lambda p, d: [self.decode(x, d + 1) for x in self._typed(p, list)],
+            "t": lambda p, d: tuple(self.decode(x, d + 1) for x in self._typed(p, list)),
+            "d": lambda p, d: {
+                self._typed(k, str): self.decode(v, d + 1)
+                for k, v in map(self._pair, self._typed(p, list))
+            },
+            "a": lambda p, d: _decode_array(self.blobs[self._index(p)]),
+        }
+
+    @staticmethod
+    def _typed(payload: Any, kinds: type | tuple[type, ...]) -> Any:
+        if isinstance(payload, bool) and kinds is not bool:
+            raise DecodeError("unexpected bool in the value tree")
+        if not isinstance(payload, kinds):
+            raise DecodeError(f"malformed value tree ({type(payload).__name__} payload)")
+        return payload
+
+    @staticmethod
+    def _pair(payload: Any) -> list:
+        if not isinstance(payload, list) or len(payload) != 2:
+            raise DecodeError("malformed value tree (expected a pair)")
+        return payload
+
+    def _index(self, payload: Any) -> int:
+        idx = self._typed(payload, int)
+        if not 0 <= idx < len(self.blobs):
+            raise DecodeError(f"array index {idx} out of range")
+        return idx
+
+    def decode(self, node: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise DecodeError(f"value nested deeper than {MAX_DEPTH} levels")
+        tag, payload = self._pair(node)
+        handler = self.handlers.get(tag) if isinstance(tag, str) else None
+        if handler is None:
+            raise DecodeError(f"unknown node tag {tag!r} in the value tree")
+        return handler(payload, depth)
+
+
+def decode_result(data: bytes) -> tuple[ExecStatus, Any, str | None]:
+    """Decode the child's result frame -> (status, value, error)."""
+    if len(data) < 8 or data[:4] != MAGIC:
+        raise DecodeError("result frame is missing or truncated")
+    (head_len,) = struct.unpack(">I", data[4:8])
+    try:
+        header = json.loads(data[8 : 8 + head_len])
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError("result header is not valid JSON") from exc
+    if not isinstance(header, dict):
+        raise DecodeError("result header is not an object")
+    status = header.get("status")
+    if status in (ExecStatus.ERROR, ExecStatus.BAD_OUTPUT):
+        return ExecStatus(status), None, str(header.get("error") or "unspecified error")[:4000]
+    if status != ExecStatus.OK:
+        raise DecodeError(f"unknown result status {status!r}")
+    sizes = header.get("blobs")
+    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
+        raise DecodeError("malformed blob table")
+    blobs, pos = [], 8 + head_len
+    for size in sizes:
+        blobs.append(data[pos : pos + size])
+        pos += size
+    if pos != len(data):
+        raise DecodeError("blob table does not match the result length")
+    try:
+        value = _TreeDecoder(blobs).decode(header.get("tree"))
+    except RecursionError as exc:
+        raise DecodeError("value tree too deep") from exc
+    return ExecStatus.OK, value, None
+
+
+def interpret(
+    header: dict[str, Any], result: bytes, *, timeout_s: float, isolation: Isolation
+) -> ExecResult:
+    """Map the worker's facts (exit status, timeout, result bytes) to one ExecResult."""
+    common = {
+        "stdout": _with_drop_note(header.get("stdout", ""), header.get("stdout_dropped", 0)),
+        "stderr": _with_drop_note(header.get("stderr", ""), header.get("stderr_dropped", 0)),
+        "isolation": isolation,
+        "seconds": float(header.get("seconds", 0.0)),
+    }
+    sig = header.get("signal")
+    if header.get("timed_out"):
+        return ExecResult(
+            ExecStatus.TIMEOUT, error=f"exceeded the wall-clock limit of {timeout_s:g} s", **common
+        )
+    if sig == signal.SIGXCPU:
+        return ExecResult(
+            ExecStatus.TIMEOUT, error="exceeded the CPU-time limit (RLIMIT_CPU)", **common
+        )
+    if header.get("result_overflow"):
+        return ExecResult(
+            ExecStatus.BAD_OUTPUT,
+            error="returned value is larger than the sandbox's max_result_bytes",
+            **common,
+        )
+    if result:
+        try:
+            status, value, error = decode_result(result)
+        except DecodeError as exc:
+            return ExecResult(
+                ExecStatus.BAD_OUTPUT, error=f"result could not be decoded: {exc}", **common
+            )
+        leftovers = header.get("leftovers") or 0
+        if status is ExecStatus.OK and leftovers:
+            # A program that leaves processes behind (a daemon) is misbehaving even if it
+            # returned a value: it is killed and the evaluation does not count.
+            return ExecResult(
+                ExecStatus.ERROR,
+                error=f"program left {leftovers} process(es) running after it returned; they were killed",
+                **common,
+            )
+        return ExecResult(status, value=value, error=error, **common)
+    if sig is not None:
+        hint = " (out of memory or killed)" if sig == signal.SIGKILL else ""
+        return ExecResult(
+            ExecStatus.CRASHED,
+            error=f"program was killed by {_signal_name(sig)}{hint} before returning",
+            **common,
+        )
+    code = header.get("exit_code")
+    return ExecResult(
+        ExecStatus.CRASHED,
+        error=f"program exited with code {code} before returning a value",
+        **common,
+    )
+
+
+def _with_drop_note(text: str, dropped: int) -> str:
+    return f"{text}\n[... {dropped} more bytes truncated]" if dropped else text

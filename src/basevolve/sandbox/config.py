@@ -1,0 +1,103 @@
+"""Frozen, validated configuration of the sandbox pool (DESIGN.md, style rule 2).
+
+Defaults follow issue 2, section 3: one warm worker per core, 2 GiB address space, a
+64 MiB private tmpfs, rlimits on CPU seconds, open files, file size and processes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+
+from basevolve.errors import ConfigError
+
+
+class IsolationMode(StrEnum):
+    """What the caller asks for; the level achieved is ``basevolve.records.Isolation``."""
+
+    AUTO = "auto"  # bubblewrap when it works and we are root, else rlimits (warned once)
+    BWRAP = "bwrap"  # bubblewrap or SandboxError
+    RLIMITS = "rlimits"  # fork server without namespaces
+
+
+DEFAULT_PRELOAD = ("numpy", "scipy", "scipy.optimize")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """Limits and shape of a :class:`~basevolve.sandbox.SandboxPool`.
+
+    ``cpu_seconds=None`` derives the CPU limit from each call's wall-clock timeout
+    (``ceil(timeout_s) + 1``) so the wall clock, not the CPU limit, normally fires first.
+    ``uid_base``: when running as root, worker slot ``i`` runs programs as uid/gid
+    ``uid_base + i``; a distinct uid per slot keeps RLIMIT_NPROC (counted per uid by the
+    kernel) and the leftover-process sweep from touching other slots' evaluations.
+    """
+
+    workers: int | None = None
+    memory_mb: int = 2048
+    cpu_seconds: int | None = None
+    max_open_files: int = 256
+    max_file_mb: int = 16
+    max_processes: int = 64
+    tmpfs_mb: int = 64
+    max_evals_per_worker: int = 200
+    output_limit_bytes: int = 64_000
+    max_result_bytes: int = 64 * 1024 * 1024
+    isolation: str = "auto"
+    preload: tuple[str, ...] = DEFAULT_PRELOAD
+    startup_timeout_s: float = 120.0
+    uid_base: int = 910_000
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(
+                f"SandboxConfig.workers={self.workers!r} must be >= 1 or None (= os.cpu_count())"
+            )
+        positive = {
+            "memory_mb": self.memory_mb,
+            "max_open_files": self.max_open_files,
+            "max_file_mb": self.max_file_mb,
+            "max_processes": self.max_processes,
+            "tmpfs_mb": self.tmpfs_mb,
+            "max_evals_per_worker": self.max_evals_per_worker,
+            "output_limit_bytes": self.output_limit_bytes,
+            "max_result_bytes": self.max_result_bytes,
+        }
+        if self.cpu_seconds is not None:
+            positive["cpu_seconds"] = self.cpu_seconds
+        for name, value in positive.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"SandboxConfig.{name}={value!r} must be a positive integer")
+        if self.memory_mb < 256:
+            raise ConfigError(
+                f"SandboxConfig.memory_mb={self.memory_mb} is too small to run numpy/scipy; use >= 256"
+            )
+        if self.isolation not in {m.value for m in IsolationMode}:
+            choices = ", ".join(m.value for m in IsolationMode)
+            raise ConfigError(
+                f"SandboxConfig.isolation={self.isolation!r} is unknown; choose one of {choices}"
+            )
+        if not (math.isfinite(self.startup_timeout_s) and self.startup_timeout_s > 0):
+            raise ConfigError(
+                f"SandboxConfig.startup_timeout_s={self.startup_timeout_s!r} must be > 0"
+            )
+
+    @property
+    def n_workers(self) -> int:
+        return self.workers if self.workers is not None else (os.cpu_count() or 1)
+
+    def rlimits(self, timeout_s: float) -> dict[str, int]:
+        """The per-evaluation rlimits, by ``resource`` constant name (applied in the child)."""
+        cpu = self.cpu_seconds if self.cpu_seconds is not None else math.ceil(timeout_s) + 1
+        mib = 1024 * 1024
+        return {
+            "RLIMIT_AS": self.memory_mb * mib,
+            "RLIMIT_CPU": int(cpu),
+            "RLIMIT_NOFILE": self.max_open_files,
+            "RLIMIT_FSIZE": self.max_file_mb * mib,
+            "RLIMIT_NPROC": self.max_processes,
+            "RLIMIT_CORE": 0,
+        }

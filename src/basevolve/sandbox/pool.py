@@ -1,0 +1,255 @@
+"""The sandbox pool: warm fork-server workers that run untrusted programs.
+
+Why this shape (issue 2, section 3; DESIGN.md "Untrusted code runs; trusted code
+scores"): the engine evaluates every child program the LLM writes while other LLM calls
+are in flight, so evaluation must be cheap (a fork of a warm worker, not a fresh
+interpreter: ~ms instead of ~500 ms), concurrent (``arun`` overlaps up to ``workers``
+evaluations) and survive anything a program does.  Each slot holds one worker; a worker
+is retired and restarted after ``max_evals_per_worker`` evaluations or as soon as
+anything escaped (leftover processes, a timeout, a crash, a dead or silent worker).
+
+Isolation is resolved once per pool: ``auto`` uses bubblewrap when it is installed, we
+are root and a worker actually starts under it; otherwise the ``rlimits`` fork server
+(new session, rlimits, uid drop and a private network namespace when root).  The level
+achieved is in every :class:`~basevolve.records.ExecResult`; falling back warns once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+
+from basevolve.errors import ConfigError, SandboxError
+from basevolve.records import ExecResult, ExecStatus, Isolation
+from basevolve.sandbox.codec import interpret
+from basevolve.sandbox.config import IsolationMode, SandboxConfig
+from basevolve.sandbox.handle import WorkerGone, WorkerHandle
+from basevolve.sandbox.launch import bwrap_path, make_launch
+
+logger = logging.getLogger(__name__)
+_BACKSTOP_GRACE_S = 10.0  # the worker itself kills at timeout_s; this only catches a wedged worker
+_ROOT_PREFIX = "basevolve-sandbox-"
+_warned_fallback = False
+_warn_lock = threading.Lock()
+
+
+def _warn_fallback(reason: str) -> None:
+    global _warned_fallback
+    with _warn_lock:
+        if _warned_fallback:
+            return
+        _warned_fallback = True
+    msg = (
+        f"basevolve sandbox: bubblewrap isolation unavailable ({reason}); falling back to "
+        "'rlimits' isolation (fork + new session + rlimits, no filesystem/pid namespaces). "
+        "Install bubblewrap and run as root for full isolation."
+    )
+    logger.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+
+def _remove_stale_roots() -> None:
+    """Delete scratch dirs of pools whose process died without closing them (SIGKILL)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
+        pid = path.name[len(_ROOT_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+class SandboxPool:
+    """Thread-safe pool of sandbox workers; use as a context manager.
+
+    ``run(code, entry, timeout_s)`` execs ``code`` as a module named ``program`` in a
+    fresh fork of a warm worker, calls ``entry()`` with no arguments and returns an
+    :class:`ExecResult` whose ``value`` is plain data rebuilt by the parent.
+    """
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self._closed = False
+        self._lock = threading.Lock()
+        _remove_stale_roots()
+        self._root = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
+        os.chmod(self._root, 0o711)  # the rlimits fallback's slot uid must traverse it
+        self._idle: queue.SimpleQueue[WorkerHandle] = queue.SimpleQueue()
+        self._all: dict[int, WorkerHandle] = {}
+        self._executor = ThreadPoolExecutor(self.config.n_workers, thread_name_prefix="sandbox")
+        try:
+            self.isolation = self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ start-up
+    def _start(self) -> Isolation:
+        mode = IsolationMode(self.config.isolation)
+        if mode is IsolationMode.RLIMITS:
+            return self._start_all(Isolation.RLIMITS)
+        problem = None
+        if bwrap_path() is None:
+            problem = "the 'bwrap' executable is not on PATH (apt-get install bubblewrap)"
+        elif os.geteuid() != 0:
+            problem = "not running as root, so programs cannot be moved to an unprivileged uid"
+        if problem is None:
+            try:
+                return self._start_all(Isolation.BWRAP)
+            except SandboxError as exc:
+                if mode is IsolationMode.BWRAP:
+                    raise
+                problem = str(exc)
+        if mode is IsolationMode.BWRAP:
+            raise SandboxError(
+                f"isolation='bwrap' was requested but {problem}; use isolation='auto' to allow the rlimits fallback"
+            )
+        _warn_fallback(problem)
+        for handle in self._all.values():
+            handle.kill()
+        self._all.clear()
+        self._idle = queue.SimpleQueue()
+        return self._start_all(Isolation.RLIMITS)
+
+    def _spawn(self, slot: int, isolation: Isolation) -> WorkerHandle:
+        slot_dir = self._root / f"slot{slot}"
+        shutil.rmtree(slot_dir, ignore_errors=True)
+        slot_dir.mkdir(mode=0o711)
+        spec = make_launch(self.config, isolation, slot, slot_dir)
+        uid = self.config.uid_base + slot if os.geteuid() == 0 else None
+        handle = WorkerHandle(spec, slot=slot, uid=uid, log_path=self._root / f"slot{slot}.log")
+        self._all[slot] = handle
+        return handle
+
+    def _start_all(self, isolation: Isolation) -> Isolation:
+        handles = [self._spawn(slot, isolation) for slot in range(self.config.n_workers)]
+        for handle in handles:  # started in parallel above; wait for each to import numpy/scipy
+            info = handle.wait_ready(self.config.startup_timeout_s)
+            if info.get("preload_errors"):
+                logger.warning("sandbox worker could not pre-import: %s", info["preload_errors"])
+        for handle in handles:
+            self._idle.put(handle)
+        return isolation
+
+    # ------------------------------------------------------------------ evaluation
+    def run(self, code: str, entry: str, timeout_s: float) -> ExecResult:
+        """Evaluate ``code`` and call ``entry()``; blocking and thread-safe."""
+        if not isinstance(code, str) or not isinstance(entry, str) or not entry.isidentifier():
+            raise ConfigError(
+                f"SandboxPool.run needs code: str and an identifier entry, got entry={entry!r}"
+            )
+        if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
+            raise ConfigError(
+                f"SandboxPool.run timeout_s={timeout_s!r} must be a finite number > 0"
+            )
+        if self._closed:
+            raise SandboxError("SandboxPool.run called on a closed pool; create a new SandboxPool")
+        handle = self._idle.get()
+        try:
+            for attempt in range(2):  # a replacement worker that dies while starting gets one retry
+                if handle.dead:
+                    handle = self._respawn(handle)
+                try:
+                    handle.wait_ready(self.config.startup_timeout_s)
+                    break
+                except SandboxError:
+                    if attempt:
+                        raise
+            return self._evaluate(handle, code, entry, float(timeout_s))
+        finally:
+            self._release(handle)
+
+    async def arun(self, code: str, entry: str, timeout_s: float) -> ExecResult:
+        """Asyncio version of :meth:`run`; up to ``workers`` evaluations overlap."""
+        if self._closed:
+            raise SandboxError("SandboxPool.arun called on a closed pool; create a new SandboxPool")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, partial(self.run, code, entry, timeout_s))
+
+    def _evaluate(
+        self, handle: WorkerHandle, code: str, entry: str, timeout_s: float
+    ) -> ExecResult:
+        request = {
+            "code": code,
+            "entry": entry,
+            "timeout_s": timeout_s,
+            "limits": self.config.rlimits(timeout_s),
+            "output_limit": self.config.output_limit_bytes,
+            "max_result_bytes": self.config.max_result_bytes,
+        }
+        try:
+            header, result = handle.evaluate(request, timeout_s + _BACKSTOP_GRACE_S)
+        except WorkerGone as exc:
+            logger.warning("sandbox worker of slot %d lost: %s", handle.slot, exc)
+            return ExecResult(
+                ExecStatus.CRASHED,
+                error=f"the sandbox worker died or hung during the evaluation ({exc})",
+                isolation=handle.isolation,
+                seconds=timeout_s,
+            )
+        if (
+            header.get("leftovers")
+            or header.get("timed_out")
+            or header.get("signal")
+            or header.get("result_overflow")
+        ):
+            handle.kill()  # something escaped or misbehaved: never reuse this worker
+        return interpret(header, result, timeout_s=timeout_s, isolation=handle.isolation)
+
+    def _respawn(self, old: WorkerHandle) -> WorkerHandle:
+        old.kill()
+        with self._lock:
+            if self._closed:
+                raise SandboxError("the sandbox pool was closed during an evaluation")
+            return self._spawn(old.slot, old.isolation)
+
+    def _release(self, handle: WorkerHandle) -> None:
+        if handle.evals >= self.config.max_evals_per_worker:
+            handle.kill()
+        if handle.dead and not self._closed:
+            try:
+                handle = self._respawn(handle)  # starts now, readiness awaited on next use
+            except SandboxError:
+                pass
+        self._idle.put(handle)
+
+    # ------------------------------------------------------------------ shutdown
+    @property
+    def workers(self) -> int:
+        return self.config.n_workers
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            handles = list(self._all.values())
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for handle in handles:
+            handle.kill()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
