@@ -1,0 +1,140 @@
+"""``basevolve run``: one fixed-budget evolution (paper Algorithms 1 and 2), or ``--resume``.
+
+Flags and JSON fields are the ones issue 4/5 name.  Everything the user can get wrong
+is validated (RunConfig, task/allocator/protocol names, endpoint probe, store guard)
+before the store is written, so bad input leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from basevolve.config import PULL_MODES, REWARDS, RunConfig
+
+DEFAULT_STORE = "basevolve.sqlite"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run one fixed-budget evolution (or --resume one)",
+                       description="Spend exactly --budget LLM calls evolving programs for a task.")
+    p.add_argument("--task", help="task name (see `basevolve tasks`) or a task file")
+    p.add_argument("--budget", type=int, help="C: total LLM calls")
+    p.add_argument("--depth", type=int, help="T: generations; N = C/T (default: T = C, N = 1)")
+    p.add_argument("--breadth", type=int,
+                   help="N: children per generation, an alternative to --depth (T = C/N)")
+    p.add_argument("--model", default="embedded", help="model name (default: embedded)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--params", type=float, help="active parameter count of the model (FLOPs)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--store", default=DEFAULT_STORE, help=f"run store file (default {DEFAULT_STORE})")
+    p.add_argument("--run-id", default="", help="name of the run (default: generated)")
+    p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
+    p.add_argument("--max-tokens", type=int, help="completion token cap per call")
+    p.add_argument("--protocol", default="greedy", help="parent-sampling protocol (default greedy)")
+    p.add_argument("--allocator", default="single", help="BaSE allocator (default single)")
+    p.add_argument("--arms", type=int, default=1, help="K trajectories (default 1)")
+    p.add_argument("--pull", choices=PULL_MODES, default="call",
+                   help="one allocator pull = one call or one generation of N calls")
+    p.add_argument("--cap", type=int, help="max calls per trajectory")
+    p.add_argument("--reward", choices=REWARDS, default="best",
+                   help="allocator reward: trajectory best after the pull, or the improvement")
+    p.add_argument("--count-failed-attempts", action="store_true",
+                   help="every LLM attempt, failed or not, costs one unit of the budget")
+    p.add_argument("--out", type=Path, help="output folder (default basevolve-out/RUN_ID)")
+    p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run to its budget")
+    p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
+    p.set_defaults(func=run_command)
+
+
+def _config(args: argparse.Namespace) -> RunConfig:
+    from basevolve.errors import ConfigError
+
+    missing = [f for f in ("task", "budget") if getattr(args, f) is None]
+    if missing:
+        raise ConfigError(f"missing --{' and --'.join(missing)} (or use --resume RUN_ID)")
+    depth = args.depth
+    if args.breadth is not None:
+        if depth is not None:
+            raise ConfigError("give --depth or --breadth, not both (C = T x N)")
+        if args.breadth < 1 or args.budget % args.breadth:
+            raise ConfigError(f"--breadth {args.breadth} must be >= 1 and divide --budget "
+                              f"{args.budget} (C = T x N)")
+        depth = args.budget // args.breadth
+    return RunConfig(
+        task=args.task, budget=args.budget, depth=depth, model=args.model,
+        base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
+        max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
+        allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
+        reward=args.reward, count_failed_attempts=args.count_failed_attempts)
+
+
+class ProgressLine:
+    """Progress on stderr: ``\\r`` redraws on a tty, a line every few seconds otherwise."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        self.tty = sys.stderr.isatty()
+        self.every_s = every_s
+        self.last = 0.0
+
+    def __call__(self, s: dict[str, Any]) -> None:
+        now = time.monotonic()
+        final = s["calls_completed"] >= s["budget"]
+        if not self.tty and not final and now - self.last < self.every_s:
+            return
+        self.last = now
+        rate = "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.0f}%"
+        line = (f"[{s['run_id']}] calls {s['calls_completed']}/{s['budget']}  "
+                f"best {s['best_score']:.4f}  valid {rate}  FLOPs {s['flops']:.3g}  "
+                f"{s['elapsed_s']:.0f}s")
+        sys.stderr.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def summary_table(s: dict[str, Any]) -> str:
+    rows = [
+        ("run", s["run_id"]), ("status", s.get("status")), ("task", s["task"]),
+        ("model", s["model"]),
+        ("budget C / depth T / breadth N", f"{s['budget']} / {s['depth']} / {s['breadth']}"),
+        ("allocator / arms", f"{s['allocator']} / {s['arms']}"),
+        ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
+        ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
+        ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
+        ("pulls per arm", " ".join(map(str, s["pulls_per_arm"]))),
+        ("tokens prompt / cached / completion",
+         f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
+        ("effective FLOPs", f"{s['flops']:.4g}"),
+        ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
+        ("store", s["store"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from basevolve.engine import resume_run, start_run
+    from basevolve.store.schema import inspect_file
+
+    inspect_file(Path(args.store))  # refuse a foreign store before any other work
+    progress = ProgressLine()
+    if args.resume:
+        out = args.out or Path("basevolve-out") / args.resume
+        summary = resume_run(args.resume, args.store, progress=progress, out_dir=out)
+    else:
+        cfg = _config(args)
+        out = args.out or Path("basevolve-out") / cfg.run_id
+        summary = start_run(cfg, args.store, progress=progress, out_dir=out)
+    progress.done()
+    summary.pop("best_code", None)
+    print(summary_table(summary))
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    return 0

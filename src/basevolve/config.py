@@ -1,0 +1,121 @@
+"""Frozen, validated run configuration (DESIGN.md, style rule 2).
+
+Validated once at the boundary (the CLI or a library caller); the engine trusts it.
+Budget semantics follow the paper: C LLM calls in total (Section 3, C = T * N for the
+greedy protocol with T generations of N children); with BaSE (Section 5, Algorithm 2)
+the K initial calls, one per trajectory, count towards C.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from basevolve.errors import ConfigError
+
+PULL_MODES = ("call", "generation")
+REWARDS = ("best", "improvement")
+
+
+def generate_run_id(task: str) -> str:
+    """A readable unique id: task, UTC timestamp and 4 random hex digits."""
+    return f"{task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything that defines a run; stored verbatim (JSON) in the run's row.
+
+    ``depth`` = T and ``breadth`` = N = C / T (greedy generation size; for BaSE the
+    generation size of each trajectory).  ``pull`` = ``"call"`` gives a trajectory one
+    call per allocator decision (Algorithm 2); ``"generation"`` gives it N calls, charged
+    N (the variant in the paper's code).  ``cap`` bounds the calls one trajectory may
+    receive (None = no cap).
+    """
+
+    task: str
+    budget: int
+    depth: int | None = None
+    model: str = "embedded"
+    base_url: str | None = None
+    params: float | None = None
+    seed: int = 0
+    run_id: str = ""
+    max_in_flight: int = 16
+    max_tokens: int | None = None
+    protocol: str = "greedy"
+    allocator: str = "single"
+    arms: int = 1
+    pull: str = "call"
+    cap: int | None = None
+    reward: str = "best"
+    temperature: float = 0.6
+    top_p: float = 0.95
+    count_failed_attempts: bool = False
+    allocator_params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        c = self.budget
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise ConfigError(f"--budget must be an integer >= 1 (LLM calls), got {c!r}")
+        depth = c if self.depth is None else self.depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ConfigError(f"--depth must be an integer >= 1, got {depth!r}")
+        if c % depth:
+            divisors = [d for d in range(1, c + 1) if c % d == 0]
+            shown = ", ".join(map(str, divisors[:12])) + (", ..." if len(divisors) > 12 else "")
+            raise ConfigError(
+                f"--depth {depth} does not divide --budget {c} (C = T x N); "
+                f"choose a depth among {shown}"
+            )
+        object.__setattr__(self, "depth", depth)
+        if not 1 <= self.arms <= c:
+            raise ConfigError(
+                f"--arms must be between 1 and the budget {c} (each trajectory needs one "
+                f"initial call), got {self.arms}"
+            )
+        if self.max_in_flight < 1:
+            raise ConfigError(f"--max-in-flight must be >= 1, got {self.max_in_flight}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if self.pull not in PULL_MODES:
+            raise ConfigError(f"--pull must be one of {', '.join(PULL_MODES)}, got {self.pull!r}")
+        if self.reward not in REWARDS:
+            raise ConfigError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
+        if self.cap is not None and self.cap < 1:
+            raise ConfigError(f"--cap must be >= 1 calls per trajectory, got {self.cap}")
+        if self.cap is not None and self.cap * self.arms < c:
+            raise ConfigError(
+                f"--cap {self.cap} x --arms {self.arms} = {self.cap * self.arms} calls cannot "
+                f"absorb the budget {c}; raise --cap or --arms"
+            )
+        if self.allocator == "single" and self.arms != 1:
+            raise ConfigError(
+                f"allocator 'single' runs one trajectory, got --arms {self.arms}; "
+                "pick a bandit (e.g. --allocator ucb) or --arms 1"
+            )
+        if not self.run_id:
+            object.__setattr__(self, "run_id", generate_run_id(self.task))
+        if self.seed < 0:
+            raise ConfigError(f"--seed must be >= 0, got {self.seed}")
+
+    @property
+    def breadth(self) -> int:
+        """N = C / T."""
+        assert self.depth is not None
+        return self.budget // self.depth
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["breadth"] = self.breadth
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def with_(self, **changes: Any) -> RunConfig:
+        return replace(self, **changes)

@@ -1,0 +1,327 @@
+"""The run engine: one asyncio loop that owns the budget (paper, Algorithms 1 and 2).
+
+The engine drives two kinds of pure ask/tell objects and does all the I/O:
+
+* K :class:`~basevolve.protocols.Protocol` instances, one per trajectory (parent
+  sampling + prompt, paper Section 3; greedy by default);
+* one :class:`~basevolve.allocators.Allocator` that picks the trajectory of each pull
+  (Algorithm 2).  ``single`` with K = 1 is Algorithm 1: greedy T generations x N.
+
+Algorithm 2, exactly: the first K pulls are ``assign`` pulls (trajectory 0..K-1 from the
+initial program, charged to C), every later pull is ``allocator.ask(eligible)`` with
+``eligible[i] = protocols[i].can_ask()`` and trajectory i under its cap.  A pull is told
+(reward = trajectory best after the pull, or the improvement) when all its calls have
+been evaluated.
+
+Concurrency: up to ``max_in_flight`` LLM calls are outstanding; evaluations run on the
+sandbox pool while other calls are in flight.  ``max_in_flight == 1`` is the sequential
+algorithm: the next decision waits until every earlier call has been evaluated and told,
+so the allocation sequence is reproducible for a given seed.
+
+Durability (store contract, :mod:`basevolve.store`): a call row is written before the
+request, its completion before evaluation, the program before ``tell``, and every
+allocation event before the decision is acted on.  Budget: exactly C counted calls
+(``CallPolicy``: a call counts once it answered; with ``count_failed_attempts`` every
+attempt counts, so the client runs without internal retries and the engine re-issues).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from basevolve.allocators import ALLOCATORS
+from basevolve.config import RunConfig
+from basevolve.engine.state import CallJob, Pull, call_seed
+from basevolve.errors import BudgetError, LLMError
+from basevolve.llm.flops import attempt_flops, call_flops
+from basevolve.llm.settings import LLMSettings
+from basevolve.prompts import extract_program
+from basevolve.protocols import PROTOCOLS, Child, Proposal
+from basevolve.records import Completion, Evaluation
+from basevolve.store import RunStore
+from basevolve.tasks.base import Task
+
+MAX_CONSECUTIVE_FAILURES = 3  # failed calls in a row before the run is failed cleanly
+OUTPUT_KEEP = 4000  # characters of program stdout/stderr kept in the store
+
+
+class Engine:
+    """Runs (or resumes) one stored run to exactly ``config.budget`` counted calls."""
+
+    def __init__(self, config: RunConfig, *, task: Task, client: Any, evaluator: Any,
+                 store: RunStore, settings: LLMSettings | None = None,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.cfg, self.task, self.client, self.evaluator, self.store = (
+            config, task, client, evaluator, store)
+        self.settings = settings or LLMSettings()
+        self.progress = progress
+        self.run_id = config.run_id
+        self.C = config.budget
+        self.K = config.arms
+        self.max_tokens = config.max_tokens or self.settings.max_tokens
+        self.active_params = float(client.model_spec.active_params)
+        self.sequential = config.max_in_flight == 1
+        self.protocols = [PROTOCOLS.get(config.protocol)(task=task, breadth=config.breadth,
+                                                          trajectory=i) for i in range(self.K)]
+        self.allocator = ALLOCATORS.get(config.allocator)(
+            n_arms=self.K, rng=np.random.default_rng(config.seed), horizon=self.C - self.K,
+            reward_mode=config.reward, **config.allocator_params)
+        self.completed = 0
+        self.next_call_index = 0
+        self.next_assign = 0
+        self.traj_calls = [0] * self.K
+        self.open_pulls: dict[int, Pull] = {}
+        self.reissue: deque[tuple[Proposal, Pull, int]] = deque()
+        self.llm: dict[asyncio.Task[Completion], CallJob] = {}
+        self.evals: dict[asyncio.Task[Evaluation], tuple[CallJob, str]] = {}
+        self.pending_evals: list[tuple[CallJob, str | None, str | None]] = []
+        self.failures_in_row = 0
+        self.children = 0
+        self.valid_children = 0
+        self.flops = 0.0
+        self.started = time.monotonic()
+
+    # ------------------------------------------------------------------ run
+    async def run(self, *, resume: bool = False) -> None:
+        """Drive the run to completion; the run's status is ``finished`` on success."""
+        self.store.set_status(self.run_id, "running")
+        try:
+            await self._start_initial()
+            if resume:
+                from basevolve.engine.replay import replay_into
+
+                replay_into(self)
+            for job, code, error in self.pending_evals:
+                self._evaluate_or_record(job, code, error)
+            self.pending_evals.clear()
+            await self._loop()
+        except BaseException as exc:
+            for t in (*self.llm, *self.evals):
+                t.cancel()
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError) else "failed"
+            self.store.set_status(self.run_id, status, f"{type(exc).__name__}: {exc}")
+            raise
+        self.store.set_status(self.run_id, "finished")
+
+    async def _loop(self) -> None:
+        while True:
+            self._fill()
+            waiting = set(self.llm) | set(self.evals)
+            if not waiting:
+                if self.completed >= self.C:
+                    return
+                raise BudgetError(
+                    f"no trajectory can take a call with {self.C - self.completed} of {self.C} "
+                    "calls left (check --cap and the protocol)")
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            # Handle in call order so concurrent completions are processed deterministically.
+            for t in sorted(done, key=self._order):
+                if t in self.llm:
+                    self._on_completion(self.llm.pop(t), t.result())
+                else:
+                    job, code = self.evals.pop(t)
+                    self._record_child(job, code, t.result())
+
+    def _order(self, t: asyncio.Task[Any]) -> int:
+        job = self.llm.get(t) or self.evals[t][0]  # type: ignore[index]
+        return job.call_index
+
+    # -------------------------------------------------------------- initial program
+    async def _start_initial(self) -> None:
+        rows = self.store.query(
+            "SELECT * FROM programs WHERE run_id=? AND is_initial=1", (self.run_id,))
+        if rows:
+            r = rows[0]
+            child = Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"])
+        else:
+            code = self.task.initial_program
+            ev = await self.evaluator.evaluate(code)
+            pid = self._insert_program(code, ev, generation=0, is_initial=1)
+            child = Child(pid, code, ev.score, ev.valid, ev.error)
+        for p in self.protocols:
+            p.set_initial(child)
+
+    # ---------------------------------------------------------------- decisions
+    def _reserved(self) -> int:
+        return len(self.llm) + len(self.reissue) + sum(p.to_issue for p in self.open_pulls.values())
+
+    def _fill(self) -> None:
+        if self.sequential and (self.llm or self.evals):
+            return
+        while len(self.llm) < self.cfg.max_in_flight and self.completed + len(self.llm) < self.C:
+            item = self._next_call()
+            if item is None:
+                return
+            self._issue(*item)
+            if self.sequential:
+                return
+
+    def _next_call(self) -> tuple[Proposal, Pull, int | None] | None:
+        if self.reissue:
+            return self.reissue.popleft()
+        for pull in self.open_pulls.values():
+            proto = self.protocols[pull.trajectory]
+            if pull.to_issue > 0 and proto.can_ask():
+                pull.to_issue -= 1
+                return proto.ask(), pull, None
+        if self.completed + self._reserved() >= self.C:
+            return None
+        pull = self._new_pull()
+        if pull is None:
+            return None
+        pull.to_issue -= 1
+        return self.protocols[pull.trajectory].ask(), pull, None
+
+    def _eligible(self, i: int) -> bool:
+        cap_ok = self.cfg.cap is None or self.traj_calls[i] < self.cfg.cap
+        busy = any(p.trajectory == i and p.to_issue > 0 for p in self.open_pulls.values())
+        return cap_ok and not busy and self.protocols[i].can_ask()
+
+    def _units(self, i: int) -> int:
+        n = self.cfg.breadth if self.cfg.pull == "generation" else 1
+        n = min(n, self.C - self.completed - self._reserved())
+        if self.cfg.cap is not None:
+            n = min(n, self.cfg.cap - self.traj_calls[i])
+        return n
+
+    def _new_pull(self) -> Pull | None:
+        if self.next_assign < self.K:  # Algorithm 2, lines 1-5: one pull per trajectory
+            arm, kind, mask = self.next_assign, "assign", None
+            self.next_assign += 1
+        else:
+            mask = [self._eligible(i) for i in range(self.K)]
+            if not any(mask):
+                return None
+            arm, kind = self.allocator.ask(mask), "ask"
+        units = self._units(arm)
+        seq = self.store.next_seq(self.run_id)
+        self.store.insert_allocation(
+            self.run_id, seq=seq, kind=kind, pull_id=seq, trajectory=arm, units=units,
+            call_index=self.next_call_index, eligible=mask,
+            summary=self.allocator.summary() if kind == "ask" else None)
+        if kind == "assign":
+            self.allocator.assign(arm)
+        return self.open_pull(seq, arm, units)
+
+    def open_pull(self, pull_id: int, arm: int, units: int) -> Pull:
+        pull = Pull(pull_id, arm, units, self.protocols[arm].best.score, units)
+        self.open_pulls[pull_id] = pull
+        self.traj_calls[arm] += units
+        return pull
+
+    # ------------------------------------------------------------------ calls
+    def _issue(self, proposal: Proposal, pull: Pull, reissue_of: int | None) -> None:
+        index = self.next_call_index
+        self.next_call_index += 1
+        seed = call_seed(self.cfg.seed, index)
+        call_id = self.store.insert_call(
+            self.run_id, call_index=index, seq=self.store.next_seq(self.run_id),
+            trajectory=pull.trajectory, pull_id=pull.pull_id, generation=proposal.generation,
+            slot=proposal.slot, parent_id=proposal.parent_id, reissue_of=reissue_of,
+            seed=seed, messages=proposal.messages)
+        job = CallJob(call_id, index, proposal, pull, seed)
+        coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
+                                    top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
+        self.llm[asyncio.ensure_future(coro)] = job
+
+    def _on_completion(self, job: CallJob, c: Completion) -> None:
+        policy = self.settings.call_policy
+        flops = call_flops(c, self.active_params, max_tokens=self.max_tokens, no_usage=policy.no_usage)
+        counted = c.ok or policy.count_failed_attempts
+        hint = max((a.usage.prompt_tokens for a in c.attempts if a.usage), default=0)
+        attempts = [{
+            "attempt_index": a.index, "status": a.status.value, "latency_s": a.latency_s,
+            "prompt_tokens": a.usage.prompt_tokens if a.usage else None,
+            "cached_tokens": a.usage.cached_tokens if a.usage else None,
+            "completion_tokens": a.usage.completion_tokens if a.usage else None,
+            "flops": attempt_flops(a, self.active_params, max_tokens=self.max_tokens,
+                                   no_usage=policy.no_usage, prompt_tokens_hint=hint),
+            "error": a.error, "http_status": a.http_status,
+        } for a in c.attempts]
+        last_error = c.attempts[-1].error if c.attempts and not c.ok else None
+        self.store.finish_call(job.call_id, status="ok" if c.ok else "failed", counted=counted,
+                               fields={
+            "raw_text": c.raw_text, "text": c.text, "finish_reason": c.finish_reason,
+            "prompt_tokens": c.usage.prompt_tokens, "cached_tokens": c.usage.cached_tokens,
+            "completion_tokens": c.usage.completion_tokens, "flops": flops,
+            "latency_s": c.latency_s, "error": last_error}, attempts=attempts)
+        self.completed += int(counted)
+        self.flops += flops
+        if c.ok:
+            self.failures_in_row = 0
+            parsed = extract_program(c.text)
+            self._evaluate_or_record(job, parsed.code, parsed.error)
+            return
+        self.failures_in_row += 1
+        if self.failures_in_row >= MAX_CONSECUTIVE_FAILURES:
+            raise LLMError(
+                f"{self.failures_in_row} LLM calls in a row failed (last: {last_error}); "
+                "check --base-url / the server, then continue with "
+                f"`basevolve run --resume {self.run_id} --store {self.store.path}`")
+        if self.completed + self._reserved() < self.C:
+            self.reissue.append((job.proposal, job.pull, job.call_id))
+        self._emit()
+
+    def _evaluate_or_record(self, job: CallJob, code: str | None, error: str | None) -> None:
+        if code is None:
+            self._record_child(job, None, Evaluation(score=0.0, valid=False,
+                                                     error=error or "no program in the reply"))
+        else:
+            self.evals[asyncio.ensure_future(self.evaluator.evaluate(code))] = (job, code)
+
+    # ---------------------------------------------------------------- children
+    def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,
+                        **row: Any) -> int:
+        return self.store.insert_program(
+            self.run_id, code=code, score=ev.score, valid=ev.valid, generation=generation,
+            strict_score=ev.strict_score, strict_valid=int(ev.strict_valid),
+            metrics=ev.metrics, error=ev.error, isolation=str(ev.isolation),
+            seconds=ev.seconds, stdout=ev.stdout[:OUTPUT_KEEP], stderr=ev.stderr[:OUTPUT_KEEP],
+            **row)
+
+    def _record_child(self, job: CallJob, code: str | None, ev: Evaluation) -> None:
+        p = job.proposal
+        pid = self._insert_program(code, ev, generation=p.generation, call_id=job.call_id,
+                                   seq=self.store.next_seq(self.run_id),
+                                   trajectory=job.pull.trajectory, parent_id=p.parent_id)
+        self.protocols[job.pull.trajectory].tell(p, Child(pid, code, ev.score, ev.valid, ev.error))
+        self.children += 1
+        self.valid_children += int(ev.valid)
+        job.pull.told += 1
+        if job.pull.done:
+            self.close_pull(job.pull)
+        self._emit()
+
+    def close_pull(self, pull: Pull) -> None:
+        """Tell the allocator the pull's reward (event stored first)."""
+        best = self.protocols[pull.trajectory].best.score
+        reward = self.allocator.reward_of(pull.best_before, best)
+        self.store.insert_allocation(
+            self.run_id, seq=self.store.next_seq(self.run_id), kind="tell",
+            pull_id=pull.pull_id, trajectory=pull.trajectory, reward=reward,
+            summary=self.allocator.summary())
+        self.allocator.tell(pull.trajectory, reward)
+        del self.open_pulls[pull.pull_id]
+
+    # ---------------------------------------------------------------- reporting
+    @property
+    def best_score(self) -> float:
+        return max(p.best.score for p in self.protocols)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "calls_completed": self.completed, "budget": self.C,
+            "best_score": self.best_score, "flops": self.flops,
+            "valid_rate": self.valid_children / self.children if self.children else None,
+            "children": self.children, "elapsed_s": time.monotonic() - self.started,
+        }
+
+    def _emit(self) -> None:
+        if self.progress is not None:
+            self.progress(self.snapshot())

@@ -1,0 +1,125 @@
+"""Resume: rebuild an engine's whole state from the store (issue 4, part 4).
+
+Why replay rather than snapshots: protocols and allocators are deterministic ask/tell
+objects (given the run seed), so re-applying the stored events in their original order
+(the store's per-run ``seq``) reproduces their exact state; nothing needs to be
+serialised besides what the store already holds.  Every allocator ``ask`` is checked to
+choose the stored arm and every protocol ask the stored (generation, slot), so a
+diverging replay stops with :class:`StoreError` instead of silently continuing.
+
+After the replay:
+
+* calls still ``pending`` were in flight when the process died: they become ``lost``
+  (their cost is unknown and not charged) and their proposals are re-issued as new
+  calls (``reissue_of``), so the run still ends with exactly C counted calls;
+* answered calls without a program row (died during evaluation) are evaluated from the
+  stored reply, without a new LLM call;
+* a pull whose last child was told but whose allocator ``tell`` was not yet written is
+  closed now.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from basevolve.engine.state import CallJob
+from basevolve.errors import StoreError
+from basevolve.prompts import extract_program
+from basevolve.protocols import Child, Proposal
+
+if TYPE_CHECKING:
+    from basevolve.engine.core import Engine
+
+
+def _events(engine: Engine) -> list[tuple[int, str, Any]]:
+    q, run = engine.store.query, (engine.run_id,)
+    calls = q("SELECT * FROM calls WHERE run_id=?", run)
+    progs = q("SELECT * FROM programs WHERE run_id=? AND is_initial=0", run)
+    allocs = q("SELECT * FROM allocations WHERE run_id=?", run)
+    ev = [(r["seq"], "call", r) for r in calls] + [(r["seq"], "prog", r) for r in progs]
+    ev += [(r["seq"], "alloc", r) for r in allocs]
+    ev.sort(key=lambda e: e[0])
+    return ev
+
+
+def replay_into(engine: Engine) -> None:
+    """Bring a freshly built engine (initial program set) to the stored state."""
+    jobs: dict[int, CallJob] = {}
+    calls: list[Any] = []
+    told: set[int] = set()
+    for seq, kind, r in _events(engine):
+        t = r["trajectory"]
+        if kind == "alloc":
+            _replay_alloc(engine, seq, r)
+        elif kind == "call":
+            pull = engine.open_pulls.get(r["pull_id"])
+            if pull is None:
+                raise StoreError(f"call {r['call_id']} belongs to unknown pull {r['pull_id']}")
+            if r["reissue_of"] is None:
+                proposal: Proposal = engine.protocols[t].ask()
+                pull.to_issue -= 1
+                if (proposal.generation, proposal.slot) != (r["generation"], r["slot"]):
+                    raise StoreError(
+                        f"resume diverged at call {r['call_index']}: stored (generation, slot) "
+                        f"{(r['generation'], r['slot'])}, protocol asked {proposal.key}")
+            else:
+                proposal = jobs[r["reissue_of"]].proposal
+            jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"])
+            calls.append(r)
+        else:
+            job = jobs[r["call_id"]]
+            child = Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"])
+            engine.protocols[t].tell(job.proposal, child)
+            engine.children += 1
+            engine.valid_children += int(child.valid)
+            job.pull.told += 1
+            told.add(r["call_id"])
+    for pull in [p for p in engine.open_pulls.values() if p.done]:
+        engine.close_pull(pull)  # died between the last tell and the allocator's tell
+    _restore_counters(engine, calls)
+    _requeue(engine, calls, jobs, told)
+
+
+def _replay_alloc(engine: Engine, seq: int, r: Any) -> None:
+    t, kind = r["trajectory"], r["kind"]
+    if kind in ("assign", "ask"):
+        if kind == "assign":
+            engine.allocator.assign(t)
+            engine.next_assign += 1
+        else:
+            arm = engine.allocator.ask(json.loads(r["eligible_json"]))
+            if arm != t:
+                raise StoreError(f"resume diverged at allocation event {seq}: stored arm {t}, "
+                                 f"allocator chose {arm} (same seed and allocator params?)")
+        engine.open_pull(seq, t, r["units"])
+    elif kind == "tell":
+        engine.allocator.tell(t, r["reward"])
+        del engine.open_pulls[r["pull_id"]]
+    else:
+        engine.allocator.cancel(t)
+        engine.open_pulls.pop(r["pull_id"], None)
+
+
+def _restore_counters(engine: Engine, calls: list[Any]) -> None:
+    engine.completed = sum(int(r["counted"]) for r in calls)
+    engine.flops = sum(r["flops"] or 0.0 for r in calls)
+    engine.next_call_index = 1 + max((r["call_index"] for r in calls), default=-1)
+    if engine.completed > engine.C:
+        raise StoreError(f"run {engine.run_id!r} already has {engine.completed} counted calls, "
+                         f"more than its budget {engine.C}; the store is inconsistent")
+
+
+def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: set[int]) -> None:
+    engine.store.mark_lost(engine.run_id)  # pending -> lost: in flight when the process died
+    reissued = {r["reissue_of"] for r in calls if r["reissue_of"] is not None}
+    for r in calls:
+        job = jobs[r["call_id"]]
+        status = r["status"]
+        if status == "ok" and r["call_id"] not in told:
+            parsed = extract_program(r["text"] or "")
+            engine.pending_evals.append((job, parsed.code, parsed.error))
+        elif status in ("pending", "lost", "failed") and r["call_id"] not in reissued:
+            if status == "failed" and engine.completed + engine._reserved() >= engine.C:
+                continue  # a counted failure at the end of the budget is not retried
+            engine.reissue.append((job.proposal, job.pull, r["call_id"]))

@@ -1,0 +1,129 @@
+"""From a validated :class:`RunConfig` to a finished run: the library entry point.
+
+Order matters for "bad input leaves the store untouched" (issue 4): the config is
+validated, the task loaded and the endpoint probed *before* the store file is opened;
+only then is the run row created.  ``resume_run`` rebuilds everything from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from basevolve.config import RunConfig
+from basevolve.engine.core import Engine
+from basevolve.engine.evaluator import SandboxEvaluator
+from basevolve.engine.summary import build_summary, write_outputs
+from basevolve.errors import ConfigError, LLMError, StoreError
+from basevolve.llm.settings import LLMSettings
+from basevolve.store import RunStore
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def probe_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
+    """Fail fast if nothing answers at ``base_url`` (GET ``{base_url}/models``).
+
+    Any HTTP answer (even 401/404) proves a server is listening; only a connection
+    failure or timeout is an error, so servers without ``/models`` still work.
+    """
+    url = base_url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            pass
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise LLMError(
+            f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the server or fix --base-url"
+        ) from None
+
+
+def llm_settings(cfg: RunConfig) -> LLMSettings:
+    """Settings for this run; with counted failed attempts the engine does the retrying.
+
+    Why: when every attempt costs one unit of C, a client retrying internally could
+    spend C+1; with ``max_retries=0`` each call is one attempt and the engine re-issues
+    a failed call only while budget remains.
+    """
+    s = LLMSettings(count_failed_attempts=cfg.count_failed_attempts)
+    if cfg.max_tokens is not None:
+        s = dataclasses.replace(s, max_tokens=cfg.max_tokens)
+    if cfg.count_failed_attempts:
+        s = dataclasses.replace(s, max_retries=0)
+    return s
+
+
+def _prepare(cfg: RunConfig) -> tuple[Any, Any, LLMSettings]:
+    from basevolve.allocators import ALLOCATORS
+    from basevolve.llm import make_client
+    from basevolve.protocols import PROTOCOLS
+    from basevolve.tasks import load_task
+
+    task = load_task(cfg.task)
+    ALLOCATORS.get(cfg.allocator)
+    PROTOCOLS.get(cfg.protocol)
+    settings = llm_settings(cfg)
+    client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
+    if cfg.base_url is not None:
+        probe_endpoint(cfg.base_url)
+    return task, client, settings
+
+
+def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
+             *, resume: bool, progress: Progress | None, out_dir: Path | None,
+             pool: Any | None) -> dict[str, Any]:
+    evaluator = SandboxEvaluator(task, pool)
+    engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
+                    settings=settings, progress=progress)
+
+    async def go() -> None:
+        try:
+            await engine.run(resume=resume)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(go())
+        summary = build_summary(store, cfg, engine)
+        summary.update(write_outputs(summary, store, task, evaluator, out_dir))
+        store.write_summary(cfg.run_id, summary)
+        return summary
+    finally:
+        asyncio.run(evaluator.aclose())
+
+
+def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
+              out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
+    """Create run ``cfg.run_id`` in the store and run it to exactly C calls."""
+    task, client, settings = _prepare(cfg)
+    with RunStore(store_path) as store:
+        store.create_run(cfg.run_id, cfg.to_dict(),
+                         active_params=float(client.model_spec.active_params))
+        return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
+                        out_dir=out_dir, pool=pool)
+
+
+def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
+               out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
+    """Continue a stored run (killed, failed or interrupted) to exactly C calls."""
+    if not Path(store_path).exists():
+        raise StoreError(f"store {str(store_path)!r} does not exist; nothing to resume")
+    with RunStore(store_path, create=False) as store:
+        row = store.get_run(run_id)
+        if row is None:
+            known = ", ".join(r["run_id"] for r in store.list_runs()) or "(none)"
+            raise ConfigError(f"run {run_id!r} is not in {str(store_path)!r}; known runs: {known}")
+        cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+        if row["status"] == "finished":
+            return build_summary(store, cfg, None) | {"resumed": False}
+        task, client, settings = _prepare(cfg)
+        return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
+                        out_dir=out_dir, pool=pool) | {"resumed": True}

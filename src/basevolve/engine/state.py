@@ -1,0 +1,51 @@
+"""Small engine records: pulls, call jobs, seeds (paper Section 5, Algorithm 2).
+
+A *pull* is one allocator decision: Algorithm 2's K initial calls are ``assign`` pulls
+(one per trajectory, fixed by the algorithm), the C - K later ones ``ask`` pulls.  With
+``pull="call"`` a pull is one LLM call; with ``pull="generation"`` it is the N calls of
+one greedy generation, charged N.  The allocator is told once per pull, when all its
+calls have been evaluated, with the reward of the trajectory's best after the pull.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from basevolve.protocols import Proposal
+
+
+def call_seed(run_seed: int, call_index: int) -> int:
+    """Deterministic per-call sampling seed from the run seed and the call index.
+
+    A hash (not ``run_seed + call_index``) so neighbouring runs' seeds never overlap.
+    """
+    digest = hashlib.sha256(f"basevolve:{run_seed}:{call_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(slots=True)
+class Pull:
+    """An open allocator decision and how many of its calls are still to do."""
+
+    pull_id: int  # the ``seq`` of its allocation event
+    trajectory: int
+    units: int  # calls this pull consists of
+    best_before: float
+    to_issue: int  # calls not yet asked of the protocol
+    told: int = 0  # calls whose child has been told
+
+    @property
+    def done(self) -> bool:
+        return self.told >= self.units
+
+
+@dataclass(slots=True)
+class CallJob:
+    """One LLM call the engine has recorded (and maybe sent)."""
+
+    call_id: int
+    call_index: int
+    proposal: Proposal
+    pull: Pull
+    seed: int

@@ -1,0 +1,75 @@
+"""End-of-run summary (the ``--json`` line) and output files, computed from the store.
+
+The store is the ledger: every total here is a sum over stored rows, so a resumed run
+and an uninterrupted one report the same way, and tests can check the totals against
+the calls the server saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from basevolve.config import RunConfig
+from basevolve.records import ExecStatus
+from basevolve.store import RunStore
+
+
+def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[str, Any]:
+    run = cfg.run_id
+    totals = store.totals(run)
+    best = store.query(
+        "SELECT program_id, score, strict_score, trajectory, code, is_initial FROM programs "
+        "WHERE run_id=? ORDER BY score DESC, is_initial DESC, seq ASC LIMIT 1", (run,))
+    per_traj = store.query(
+        "SELECT t.trajectory, t.pulls, (SELECT max(score) FROM programs p WHERE p.run_id=t.run_id "
+        "AND p.trajectory=t.trajectory) AS best, (SELECT count(*) FROM calls c WHERE "
+        "c.run_id=t.run_id AND c.trajectory=t.trajectory AND c.counted=1) AS calls "
+        "FROM trajectories t WHERE t.run_id=? ORDER BY t.trajectory", (run,))
+    kids = store.query("SELECT count(*) n, coalesce(sum(valid),0) v FROM programs "
+                       "WHERE run_id=? AND is_initial=0", (run,))[0]
+    status = store.get_run(run)["status"]  # type: ignore[index]
+    b = best[0] if best else None
+    initial = b["score"] if b is not None and b["is_initial"] else None
+    traj_best = [r["best"] if r["best"] is not None else (initial or 0.0) for r in per_traj]
+    return {
+        "run_id": run, "status": status, "task": cfg.task, "model": cfg.model,
+        "protocol": cfg.protocol, "budget": cfg.budget, "depth": cfg.depth,
+        "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
+        **totals,
+        "best_score": None if b is None else b["score"],
+        "best_strict_score": None if b is None else b["strict_score"],
+        "best_program_id": None if b is None else b["program_id"],
+        "best_code": None if b is None else b["code"],
+        "children": kids["n"], "valid_rate": kids["v"] / kids["n"] if kids["n"] else None,
+        "allocator": cfg.allocator, "arms": cfg.arms, "pull": cfg.pull, "reward": cfg.reward,
+        "pulls_per_arm": [r["pulls"] for r in per_traj],
+        "calls_per_arm": [r["calls"] for r in per_traj],
+        "best_arm": max(range(len(traj_best)), key=lambda i: (traj_best[i], -i)) if traj_best else None,
+        "store": str(store.path),
+        "wall_s": None if engine is None else round(engine.snapshot()["elapsed_s"], 3),
+    }
+
+
+def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator: Any,
+                  out_dir: Path | None) -> dict[str, Any]:
+    """Write ``best_program.py`` and ``best.png`` (``task.draw``) under ``out_dir``."""
+    code = summary.get("best_code")
+    if out_dir is None or code is None:
+        return {"best_program": None, "picture": None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    program = out_dir / "best_program.py"
+    program.write_text(code)
+    result: dict[str, Any] = {"best_program": str(program), "picture": None}
+    try:  # the value is not stored, so run the best program once more (sandboxed)
+        ex = asyncio.run(evaluator.execute(code))
+        if ex.status is ExecStatus.OK:
+            picture = out_dir / "best.png"
+            task.draw(ex.value, picture)
+            result["picture"] = str(picture)
+        else:
+            result["picture_error"] = f"best program did not run again: {ex.error or ex.status}"
+    except Exception as exc:  # a missing picture must not lose a finished run
+        result["picture_error"] = f"{type(exc).__name__}: {exc}"
+    return result

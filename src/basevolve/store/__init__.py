@@ -1,0 +1,39 @@
+"""The basevolve run store: SQLite (WAL), one file, many runs.
+
+Contract (what every reader and writer may rely on; tests/store checks each point on
+a real file):
+
+1. **Identity.** A store is an SQLite file with table ``basevolve_meta`` holding
+   ``format = basevolve-store`` and ``PRAGMA user_version`` = number of migrations
+   applied (:mod:`basevolve.store.schema`).  Any other file (not SQLite, or SQLite
+   without the marker) is refused with :class:`~basevolve.errors.StoreError` and left
+   byte-for-byte untouched; a newer schema is refused too.
+2. **Durability.** WAL journal, ``synchronous=NORMAL``; each event is one committed
+   transaction, so a SIGKILL loses nothing that was written.
+3. **Write-ahead of actions.** The engine writes a call row (``pending``) before the
+   request, the completion before the evaluation, the program before the protocol's
+   ``tell``, and each allocation event before it acts on it.
+4. **Ordering.** Per run, one counter ``seq`` orders call asks (``calls.seq``), program
+   tells (``programs.seq``) and allocation events (``allocations.seq``): replaying all
+   three merged by ``seq`` reproduces the engine's ask/tell order exactly (resume).
+5. **Budget ledger.** ``calls.counted = 1`` marks a call charged against the budget C;
+   a finished run has exactly C counted calls.  ``lost`` calls were in flight when a
+   process died; a lost or uncounted failed call is re-issued as a new row whose
+   ``reissue_of`` points at it (at most one re-issue per call).
+6. **Uniqueness.** One program per call (``programs.call_id`` unique), one initial
+   program per run, unique ``(run_id, call_index)`` and ``(run_id, seq)``: duplicates
+   are impossible, not merely avoided.
+7. **No rewriting.** Rows are inserted once; the only updates are state transitions
+   (call ``pending -> ok|failed|lost``, run status, trajectory pull counters and the
+   per-run summary, which is derived data).
+
+Tables: ``runs``, ``trajectories``, ``calls``, ``attempts``, ``programs``,
+``allocations``, ``run_summary``.  Tidy exports: :mod:`basevolve.store.export`.
+"""
+
+from __future__ import annotations
+
+from basevolve.store.schema import SCHEMA_VERSION
+from basevolve.store.sqlite import RunStore
+
+__all__ = ["SCHEMA_VERSION", "RunStore"]

@@ -1,0 +1,119 @@
+"""Tidy tables from a store: the analysis input contract and ``basevolve export``.
+
+The three ``*_table`` functions are the contract the analysis layer codes against
+(one row per observation, documented columns).  ``fitness`` is the run's final best
+normalised score *including the initial program*, because the greedy protocol keeps
+the parent unless a child is strictly better (paper Section 3), so the best-so-far
+never drops below the starting point.  ``flops`` are effective FLOPs (paper,
+Appendix "Effective FLOPs"): the sum over all stored calls and their attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from basevolve.errors import ConfigError
+from basevolve.store.sqlite import RunStore
+
+RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "budget",
+                "depth", "breadth", "seed", "fitness", "flops", "params"]
+TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "best_fitness", "cumulative_flops"]
+CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
+RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories")
+
+
+def _read(store_path: str | Path, sql: str, params: tuple = ()) -> pd.DataFrame:
+    with RunStore(store_path, create=False) as store:
+        cur = store.db.execute(sql, params)
+        cols = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    return pd.DataFrame([tuple(r) for r in rows], columns=cols)
+
+
+def runs_table(store_path: str | Path) -> pd.DataFrame:
+    """One row per run: ``run_id, task, model, protocol, allocator, arms, budget, depth,
+    breadth, seed, fitness, flops, params`` (params = active parameter count)."""
+    df = _read(store_path, """
+        SELECT r.run_id, r.task, r.model, r.protocol, r.allocator, r.arms, r.budget,
+               r.depth, r.breadth, r.seed,
+               (SELECT max(score) FROM programs p WHERE p.run_id = r.run_id) AS fitness,
+               (SELECT coalesce(sum(flops), 0) FROM calls c WHERE c.run_id = r.run_id) AS flops,
+               r.active_params AS params
+        FROM runs r ORDER BY r.created_at""")
+    return df.reindex(columns=RUNS_COLUMNS)
+
+
+def trajectories_table(store_path: str | Path) -> pd.DataFrame:
+    """Running best after each charged call: ``run_id, step, calls, best_fitness,
+    cumulative_flops``; step = 1..C in the order the engine told the results."""
+    calls = _read(store_path, """
+        SELECT c.run_id, c.flops, coalesce(p.score, 0.0) AS score,
+               coalesce(p.seq, c.seq) AS ord
+        FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
+        WHERE c.counted = 1 ORDER BY c.run_id, ord""")
+    init = _read(store_path, "SELECT run_id, score FROM programs WHERE is_initial = 1")
+    start = dict(zip(init["run_id"], init["score"], strict=True))
+    parts = []
+    for run_id, g in calls.groupby("run_id", sort=False):
+        n = len(g)
+        best = np.maximum.accumulate(np.maximum(g["score"].to_numpy(float), start.get(run_id, 0.0)))
+        parts.append(pd.DataFrame({
+            "run_id": run_id, "step": np.arange(1, n + 1), "calls": np.arange(1, n + 1),
+            "best_fitness": best,
+            "cumulative_flops": np.cumsum(g["flops"].fillna(0.0).to_numpy(float)),
+        }))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TRAJECTORY_COLUMNS)
+
+
+def children_table(store_path: str | Path) -> pd.DataFrame:
+    """Every child's score: ``run_id, step, fitness`` with step = generation."""
+    df = _read(store_path, """
+        SELECT run_id, generation AS step, score AS fitness FROM programs
+        WHERE is_initial = 0 ORDER BY run_id, seq""")
+    return df.reindex(columns=CHILDREN_COLUMNS)
+
+
+def raw_table(store_path: str | Path, table: str, run_id: str | None = None) -> pd.DataFrame:
+    """A stored table as-is (JSON columns left as text), optionally one run only."""
+    if table not in RAW_TABLES:
+        raise ConfigError(f"unknown table {table!r}; known: {', '.join(RAW_TABLES)}")
+    if table == "attempts":
+        sql = "SELECT c.run_id, a.* FROM attempts a JOIN calls c USING (call_id)"
+        where = " WHERE c.run_id = ?"
+    else:
+        sql, where = f"SELECT * FROM {table}", " WHERE run_id = ?"
+    if run_id is None:
+        return _read(store_path, sql)
+    return _read(store_path, sql + where, (run_id,))
+
+
+def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
+                  run_id: str | None = None) -> list[Path]:
+    """Write every raw table as ``<table>.csv`` or ``<table>.parquet``; return the paths."""
+    writers = {"csv": lambda df, p: df.to_csv(p, index=False),
+               "parquet": lambda df, p: df.to_parquet(p, index=False)}
+    if fmt not in writers:
+        raise ConfigError(f"unknown export format {fmt!r}; use csv or parquet")
+    if run_id is not None:
+        with RunStore(store_path, create=False) as store:
+            if store.get_run(run_id) is None:
+                known = ", ".join(r["run_id"] for r in store.list_runs()) or "(none)"
+                raise ConfigError(f"run {run_id!r} is not in {str(store_path)!r}; known: {known}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for table in RAW_TABLES:
+        path = out / f"{table}.{fmt}"
+        writers[fmt](raw_table(store_path, table, run_id), path)
+        paths.append(path)
+    return paths
+
+
+def summary_of(store_path: str | Path, run_id: str) -> dict:
+    """The stored JSON summary of a run (empty dict if the run never finished)."""
+    df = _read(store_path, "SELECT summary_json FROM run_summary WHERE run_id = ?", (run_id,))
+    return {} if df.empty else json.loads(df.iloc[0, 0])

@@ -1,0 +1,190 @@
+"""Schema of the basevolve run store: numbered migrations and the file guard.
+
+Why numbered functions: a store written by an older basevolve is upgraded in place by
+running the missing migrations in order (``PRAGMA user_version`` records how many ran);
+a store written by a *newer* basevolve is refused instead of being silently misread.
+
+Why a marker table: a store path is user input.  Pointing ``--store`` at a random
+SQLite database or at a non-SQLite file must fail with :class:`StoreError` and leave
+that file byte-for-byte untouched, so the guard inspects the file read-only before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from basevolve.errors import StoreError
+
+MARKER_KEY = "format"
+MARKER_VALUE = "basevolve-store"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+RUN_STATUSES = ("created", "running", "finished", "failed", "interrupted")
+CALL_STATUSES = ("pending", "ok", "failed", "lost")
+ALLOC_KINDS = ("assign", "ask", "tell", "cancel")
+
+
+def _m001_initial() -> str:
+    """Version 1: runs, trajectories, calls + attempts, programs, allocations, summary."""
+    statuses = ", ".join(f"'{s}'" for s in RUN_STATUSES)
+    call_statuses = ", ".join(f"'{s}'" for s in CALL_STATUSES)
+    kinds = ", ".join(f"'{s}'" for s in ALLOC_KINDS)
+    return f"""
+        CREATE TABLE basevolve_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO basevolve_meta VALUES ('{MARKER_KEY}', '{MARKER_VALUE}');
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            task TEXT NOT NULL, model TEXT NOT NULL, protocol TEXT NOT NULL,
+            allocator TEXT NOT NULL, arms INTEGER NOT NULL, budget INTEGER NOT NULL,
+            depth INTEGER NOT NULL, breadth INTEGER NOT NULL, seed INTEGER NOT NULL,
+            active_params REAL,
+            config_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({statuses})),
+            error TEXT,
+            basevolve_version TEXT, python_version TEXT, numpy_version TEXT,
+            created_at REAL NOT NULL, updated_at REAL NOT NULL
+        );
+        CREATE TABLE trajectories (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            trajectory INTEGER NOT NULL,
+            protocol TEXT NOT NULL,
+            pulls INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, trajectory)
+        );
+        CREATE TABLE calls (
+            call_id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            call_index INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            trajectory INTEGER NOT NULL,
+            pull_id INTEGER NOT NULL,
+            generation INTEGER NOT NULL,
+            slot INTEGER NOT NULL,
+            parent_id INTEGER,
+            reissue_of INTEGER REFERENCES calls(call_id),
+            seed INTEGER NOT NULL,
+            messages_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({call_statuses})),
+            counted INTEGER NOT NULL DEFAULT 0,
+            raw_text TEXT, text TEXT, finish_reason TEXT,
+            prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER,
+            flops REAL, latency_s REAL, error TEXT,
+            created_at REAL NOT NULL, completed_at REAL,
+            UNIQUE (run_id, call_index), UNIQUE (run_id, seq)
+        );
+        CREATE UNIQUE INDEX calls_one_reissue ON calls(reissue_of) WHERE reissue_of IS NOT NULL;
+        CREATE TABLE attempts (
+            call_id INTEGER NOT NULL REFERENCES calls(call_id),
+            attempt_index INTEGER NOT NULL,
+            status TEXT NOT NULL, latency_s REAL,
+            prompt_tokens INTEGER, cached_tokens INTEGER, completion_tokens INTEGER,
+            flops REAL, error TEXT, http_status INTEGER,
+            PRIMARY KEY (call_id, attempt_index)
+        );
+        CREATE TABLE programs (
+            program_id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            call_id INTEGER UNIQUE REFERENCES calls(call_id),
+            is_initial INTEGER NOT NULL DEFAULT 0,
+            seq INTEGER,
+            trajectory INTEGER, generation INTEGER NOT NULL,
+            parent_id INTEGER REFERENCES programs(program_id),
+            code TEXT, code_sha256 TEXT,
+            score REAL NOT NULL, strict_score REAL, valid INTEGER NOT NULL,
+            strict_valid INTEGER, metrics_json TEXT, error TEXT, isolation TEXT,
+            seconds REAL, stdout TEXT, stderr TEXT,
+            created_at REAL NOT NULL,
+            UNIQUE (run_id, seq)
+        );
+        CREATE UNIQUE INDEX programs_one_initial ON programs(run_id) WHERE is_initial = 1;
+        CREATE TABLE allocations (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ({kinds})),
+            pull_id INTEGER NOT NULL,
+            call_index INTEGER,
+            trajectory INTEGER NOT NULL,
+            units INTEGER,
+            reward REAL,
+            eligible_json TEXT,
+            summary_json TEXT,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE TABLE run_summary (
+            run_id TEXT PRIMARY KEY REFERENCES runs(run_id),
+            calls_completed INTEGER NOT NULL, calls_lost INTEGER NOT NULL,
+            best_score REAL, best_program_id INTEGER,
+            flops REAL NOT NULL, prompt_tokens INTEGER NOT NULL,
+            cached_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+            summary_json TEXT NOT NULL, updated_at REAL NOT NULL
+        );
+        """
+
+
+# Each migration returns one SQL script; ``migrate`` runs it inside one transaction
+# together with the ``user_version`` bump, so a crash never leaves half a migration.
+MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def inspect_file(path: Path) -> str:
+    """Classify ``path`` without modifying it: ``"new"``, ``"basevolve"`` or raise.
+
+    Opens the database read-only (URI ``mode=ro``) so a foreign file is never touched.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return "new"
+    if path.is_dir():
+        raise StoreError(f"store path {str(path)!r} is a directory; pass a file such as run.sqlite")
+    with path.open("rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if head != SQLITE_MAGIC:
+        raise StoreError(
+            f"{str(path)!r} is not a basevolve store (not an SQLite file); "
+            "choose another --store path"
+        )
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                return "new"
+            if "basevolve_meta" not in tables:
+                raise StoreError(
+                    f"{str(path)!r} is an SQLite database but not a basevolve store; "
+                    "choose another --store path"
+                )
+            row = con.execute(
+                "SELECT value FROM basevolve_meta WHERE key = ?", (MARKER_KEY,)
+            ).fetchone()
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{str(path)!r} is not a readable basevolve store: {exc}") from None
+    if row is None or row[0] != MARKER_VALUE:
+        raise StoreError(f"{str(path)!r} has a foreign basevolve_meta table; not a basevolve store")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store {str(path)!r} has schema version {version}, newer than this basevolve "
+            f"understands ({SCHEMA_VERSION}); upgrade basevolve"
+        )
+    return "basevolve"
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Run every migration newer than the file's ``user_version``; return the new version."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    for number in range(version, SCHEMA_VERSION):
+        script = MIGRATIONS[number]()
+        try:
+            db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {number + 1};\nCOMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION

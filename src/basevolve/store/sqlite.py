@@ -1,0 +1,272 @@
+"""The SQLite run store (see :mod:`basevolve.store` for the contract).
+
+One connection per process, autocommit mode with explicit short transactions: every
+``insert_*`` / ``complete_*`` method is one committed transaction, so the engine can
+follow the rule "write the event, then act on it" and a SIGKILL at any instant leaves
+a consistent store (WAL + ``synchronous=NORMAL`` survives a process crash; only a power
+loss may drop the last transactions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from basevolve.errors import StoreError
+from basevolve.store.schema import inspect_file, migrate
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+
+    from basevolve import __version__
+
+    return {
+        "basevolve_version": __version__,
+        "python_version": platform.python_version(),
+        "numpy_version": numpy.__version__,
+    }
+
+
+class RunStore:
+    """A basevolve store file; several runs share one file."""
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        kind = inspect_file(self.path)  # refuses foreign files before touching them
+        if kind == "new" and not create:
+            raise StoreError(f"store {str(self.path)!r} does not exist; run `basevolve run` first")
+        try:
+            if kind == "new":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            migrate(self.db)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open store {str(self.path)!r}: {exc}") from None
+        self._seq: dict[str, int] = {}
+
+    # -- plumbing -------------------------------------------------------------------
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _tx(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run statements in one transaction; return each statement's lastrowid."""
+        ids: list[int] = []
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            for sql, params in statements:
+                ids.append(self.db.execute(sql, params).lastrowid or 0)
+            self.db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            self.db.execute("ROLLBACK")
+            raise StoreError(f"store refused a duplicate or inconsistent row: {exc}") from None
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        return ids
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        return self.db.execute(sql, params).fetchall()
+
+    def next_seq(self, run_id: str) -> int:
+        """Next value of the run's event counter (shared by calls, programs, allocations).
+
+        One counter orders every ask, tell and allocation event, which is what resume
+        replays; it is recovered from the rows on first use after a restart.
+        """
+        if run_id not in self._seq:
+            row = self.db.execute(
+                "SELECT max(s) FROM (SELECT max(seq) s FROM calls WHERE run_id=:r "
+                "UNION ALL SELECT max(seq) FROM programs WHERE run_id=:r "
+                "UNION ALL SELECT max(seq) FROM allocations WHERE run_id=:r)",
+                {"r": run_id},
+            ).fetchone()
+            self._seq[run_id] = -1 if row[0] is None else int(row[0])
+        self._seq[run_id] += 1
+        return self._seq[run_id]
+
+    # -- runs -----------------------------------------------------------------------
+    def create_run(self, run_id: str, config: dict[str, Any], *, active_params: float | None) -> None:
+        if self.get_run(run_id) is not None:
+            raise StoreError(
+                f"run {run_id!r} already exists in {str(self.path)!r}; pick another --run-id "
+                f"or continue it with --resume {run_id}"
+            )
+        now = time.time()
+        cols = {
+            "run_id": run_id,
+            "task": config["task"],
+            "model": config["model"],
+            "protocol": config["protocol"],
+            "allocator": config["allocator"],
+            "arms": config["arms"],
+            "budget": config["budget"],
+            "depth": config["depth"],
+            "breadth": config["breadth"],
+            "seed": config["seed"],
+            "active_params": active_params,
+            "config_json": json.dumps(config, sort_keys=True),
+            "status": "created",
+            "created_at": now,
+            "updated_at": now,
+            **_versions(),
+        }
+        stmts: list[tuple[str, Sequence[Any]]] = [
+            (
+                f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                list(cols.values()),
+            )
+        ]
+        stmts += [
+            ("INSERT INTO trajectories (run_id, trajectory, protocol) VALUES (?, ?, ?)",
+             (run_id, i, config["protocol"]))
+            for i in range(int(config["arms"]))
+        ]
+        self._tx(stmts)
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else dict(row)
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        rows = self.query(
+            "SELECT r.*, s.calls_completed, s.calls_lost, s.best_score, s.flops "
+            "FROM runs r LEFT JOIN run_summary s USING (run_id) ORDER BY r.created_at"
+        )
+        return [dict(r) for r in rows]
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        self._tx([("UPDATE runs SET status=?, error=?, updated_at=? WHERE run_id=?",
+                   (status, error, time.time(), run_id))])
+
+    # -- calls ----------------------------------------------------------------------
+    def insert_call(self, run_id: str, **row: Any) -> int:
+        """Record an LLM call *before* its request is sent (status ``pending``)."""
+        row = {"run_id": run_id, "status": "pending", "created_at": time.time(), **row}
+        row["messages_json"] = json.dumps(row.pop("messages"))
+        sql = f"INSERT INTO calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+        return self._tx([(sql, list(row.values()))])[0]
+
+    def finish_call(self, call_id: int, *, status: str, counted: bool,
+                    fields: dict[str, Any], attempts: Sequence[dict[str, Any]]) -> None:
+        """Record a call's outcome and all its attempts in one transaction.
+
+        Only a ``pending`` row may finish: a second completion of the same call (a bug,
+        or a resumed process racing a live one) is refused instead of rewriting history.
+        """
+        sets = ", ".join(f"{k}=?" for k in fields)
+        stmts: list[tuple[str, Sequence[Any]]] = [(
+            f"UPDATE calls SET status=?, counted=?, completed_at=?{', ' if sets else ''}{sets} "
+            "WHERE call_id=? AND status='pending'",
+            (status, int(counted), time.time(), *fields.values(), call_id),
+        )]
+        for a in attempts:
+            a = {"call_id": call_id, **a}
+            stmts.append((f"INSERT INTO attempts ({', '.join(a)}) VALUES ({', '.join('?' * len(a))})",
+                          list(a.values())))
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.db.execute(*stmts[0])
+            if cur.rowcount != 1:
+                raise StoreError(f"call {call_id} is not pending; refusing to overwrite it")
+            for sql, params in stmts[1:]:
+                self.db.execute(sql, params)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def mark_lost(self, run_id: str) -> list[int]:
+        """Turn the run's ``pending`` calls (in flight when a process died) into ``lost``."""
+        ids = [r[0] for r in self.query(
+            "SELECT call_id FROM calls WHERE run_id=? AND status='pending' ORDER BY seq", (run_id,))]
+        self._tx([("UPDATE calls SET status='lost', completed_at=? WHERE call_id=?",
+                   (time.time(), i)) for i in ids])
+        return ids
+
+    # -- programs -------------------------------------------------------------------
+    def insert_program(self, run_id: str, *, code: str | None, score: float, valid: bool,
+                       generation: int, **row: Any) -> int:
+        row = {
+            "run_id": run_id, "code": code, "score": float(score), "valid": int(valid),
+            "generation": generation, "created_at": time.time(),
+            "code_sha256": None if code is None else hashlib.sha256(code.encode()).hexdigest(),
+            **row,
+        }
+        if "metrics" in row:
+            row["metrics_json"] = json.dumps(row.pop("metrics"), sort_keys=True)
+        sql = f"INSERT INTO programs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
+        return self._tx([(sql, list(row.values()))])[0]
+
+    # -- allocations ----------------------------------------------------------------
+    def insert_allocation(self, run_id: str, *, seq: int, kind: str, pull_id: int,
+                          trajectory: int, call_index: int | None = None,
+                          units: int | None = None,
+                          reward: float | None = None, eligible: Sequence[bool] | None = None,
+                          summary: dict[str, Any] | None = None) -> None:
+        stmts: list[tuple[str, Sequence[Any]]] = [(
+            "INSERT INTO allocations (run_id, seq, kind, pull_id, call_index, trajectory, units, "
+            "reward, eligible_json, summary_json, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, seq, kind, pull_id, call_index, trajectory, units, reward,
+             None if eligible is None else json.dumps([bool(e) for e in eligible]),
+             None if summary is None else json.dumps(summary, default=_jsonable),
+             time.time()),
+        )]
+        if kind in ("assign", "ask"):
+            stmts.append(("UPDATE trajectories SET pulls = pulls + 1 WHERE run_id=? AND trajectory=?",
+                          (run_id, trajectory)))
+        self._tx(stmts)
+
+    # -- summary --------------------------------------------------------------------
+    def write_summary(self, run_id: str, summary: dict[str, Any]) -> None:
+        cols = ("calls_completed", "calls_lost", "best_score", "best_program_id", "flops",
+                "prompt_tokens", "cached_tokens", "completion_tokens")
+        self._tx([(
+            f"INSERT OR REPLACE INTO run_summary (run_id, {', '.join(cols)}, summary_json, "
+            f"updated_at) VALUES (?, {', '.join('?' * len(cols))}, ?, ?)",
+            (run_id, *(summary.get(c) for c in cols),
+             json.dumps(summary, default=_jsonable), time.time()),
+        )])
+
+    def totals(self, run_id: str) -> dict[str, Any]:
+        """Sums over stored calls: the ledger every report is checked against.
+
+        ``calls.flops`` already sums the call's attempts (retries included, paper
+        Appendix "Effective FLOPs"); tokens are the usage of each call's answered attempt.
+        """
+        r = self.db.execute(
+            "SELECT sum(counted) completed, sum(status='lost') lost, "
+            "coalesce(sum(prompt_tokens),0) p, coalesce(sum(cached_tokens),0) c, "
+            "coalesce(sum(completion_tokens),0) o FROM calls WHERE run_id=?", (run_id,)
+        ).fetchone()
+        flops = self.db.execute(
+            "SELECT coalesce(sum(flops), 0) FROM calls WHERE run_id=?", (run_id,)
+        ).fetchone()[0]
+        return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
+                "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
+                "completion_tokens": int(r["o"]), "flops": float(flops)}
+
+
+def _jsonable(obj: Any) -> Any:
+    """JSON fallback for numpy scalars/arrays inside allocator summaries."""
+    tolist = getattr(obj, "tolist", None)
+    if tolist is not None:
+        return tolist()
+    return str(obj)

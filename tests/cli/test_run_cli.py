@@ -1,0 +1,117 @@
+"""`basevolve run` / `runs` / `export`: bad input and a full run through the CLI."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from basevolve.cli import main
+from basevolve.testing import LLMTestServer
+
+REQUIRED = {"run_id", "task", "budget", "depth", "breadth", "calls_completed", "calls_lost",
+            "best_score", "best_program", "flops", "prompt_tokens", "cached_tokens",
+            "completion_tokens", "store", "allocator", "arms", "pulls_per_arm", "best_arm"}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--budget", "10", "--depth", "3"], "does not divide"),
+    (["--budget", "10", "--breadth", "3"], "must be >= 1 and divide"),
+    (["--budget", "10", "--breadth", "2", "--depth", "5"], "not both"),
+    (["--budget", "0", "--depth", "1"], "--budget must be an integer >= 1"),
+    (["--budget", "4", "--arms", "5", "--allocator", "ucb"], "--arms must be between 1"),
+    (["--budget", "4", "--arms", "0", "--allocator", "ucb"], "--arms must be between 1"),
+    (["--budget", "4", "--allocator", "nope"], "unknown allocator 'nope'"),
+    (["--budget", "4", "--task", "no_such_task"], "no_such_task"),
+    (["--budget", "4", "--base-url", "http://127.0.0.1:{port}/v1"], "cannot reach"),
+])
+def test_bad_input_one_line_exit_2_store_untouched(tmp_path, capsys, args, message):
+    store = tmp_path / "s.sqlite"
+    if "--task" not in args:
+        args = ["--task", "min_max_distance", *args]
+    if "--base-url" not in args:
+        args += ["--base-url", "http://127.0.0.1:{port}/v1"]
+    args = [a.replace("{port}", str(_closed_port())) for a in args]
+    code = main(["run", *args, "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not store.exists()
+
+
+def test_foreign_store_refused_untouched(tmp_path, capsys):
+    store = tmp_path / "mine.sqlite"
+    con = sqlite3.connect(store)
+    con.execute("CREATE TABLE precious (x)")
+    con.commit()
+    con.close()
+    before = store.read_bytes()
+    code = main(["run", "--task", "min_max_distance", "--budget", "2", "--store", str(store)])
+    assert code == 2 and "not a basevolve store" in capsys.readouterr().err
+    assert store.read_bytes() == before
+
+
+def test_run_json_then_runs_export_resume(tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(latency_s=0.01) as srv:
+        code = main(["run", "--task", "min_max_distance", "--budget", "4", "--depth", "2",
+                     "--base-url", srv.base_url, "--store", str(store), "--run-id", "cli",
+                     "--out", str(tmp_path / "out"), "--json"])
+        assert code == 0 and len(srv.requests) == 4
+    out = capsys.readouterr()
+    summary = json.loads(out.out.strip().splitlines()[-1])
+    assert REQUIRED <= summary.keys()
+    assert (summary["budget"], summary["depth"], summary["breadth"]) == (4, 2, 2)
+    assert summary["calls_completed"] == 4 and summary["pulls_per_arm"] == [4]
+    assert (tmp_path / "out" / "best_program.py").exists()
+    assert "calls 4/4" in out.err  # the final progress line
+
+    before = store.read_bytes()
+    with LLMTestServer(latency_s=0.01) as srv:  # same run id again: refused, nothing written
+        code = main(["run", "--task", "min_max_distance", "--budget", "4", "--base-url",
+                     srv.base_url, "--store", str(store), "--run-id", "cli"])
+        assert code == 2 and len(srv.requests) == 0
+    assert "already exists" in capsys.readouterr().err
+    assert store.read_bytes() == before
+
+    assert main(["runs", "--store", str(store), "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [(r["run_id"], r["status"], r["calls_completed"]) for r in runs] == [("cli", "finished", 4)]
+    assert main(["export", "--store", str(store), "--format", "csv", "--out",
+                 str(tmp_path / "x")]) == 0
+    assert len(pd.read_csv(tmp_path / "x" / "calls.csv")) == 4
+    capsys.readouterr()
+    # resuming a finished run spends nothing and reports the same ledger
+    assert main(["run", "--resume", "cli", "--store", str(store), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["calls_completed"] == 4 and again["best_score"] == summary["best_score"]
+
+
+def test_runs_on_missing_store_is_clear(tmp_path, capsys):
+    assert main(["runs", "--store", str(tmp_path / "none.sqlite")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_embedded_model_small_run(tmp_path, capsys):
+    """The main-job path: the embedded model, no server, a budget of 2 calls."""
+    store = tmp_path / "emb.sqlite"
+    code = main(["run", "--task", "min_max_distance", "--model", "embedded-small",
+                 "--budget", "2", "--depth", "1", "--max-tokens", "128", "--store", str(store),
+                 "--out", str(tmp_path / "out"), "--json"])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["calls_completed"] == 2 and summary["status"] == "finished"
+    assert summary["completion_tokens"] > 0 and summary["flops"] > 0
+    assert summary["best_score"] > 0  # at least the initial program scores
