@@ -16,7 +16,7 @@ needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="needs bubblewrap and ro
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="uid drop and uid sweeps need root")
 
 
-def sandbox_uid_processes(uid_base: int, n: int) -> list[int]:
+def sandbox_uid_processes(uids: range | None) -> list[int]:
     """Host-side view: pids of live processes running as any sandbox slot uid."""
     found = []
     for name in os.listdir("/proc"):
@@ -28,7 +28,7 @@ def sandbox_uid_processes(uid_base: int, n: int) -> list[int]:
             continue
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
         uid = int(fields.get("Uid", "0").split()[0])
-        if uid_base <= uid < uid_base + n and fields.get("State", "").split()[0] != "Z":
+        if uids is not None and uid in uids and fields.get("State", "").split()[0] != "Z":
             found.append(int(name))
     return found
 

@@ -59,8 +59,7 @@ def test_fork_bomb_is_contained(pool: SandboxPool) -> None:
     code = "import os\ndef main():\n    while True:\n        os.fork()\n"
     r = _run(pool, code, timeout_s=3)
     assert r.status is not ExecStatus.OK and r.error
-    cfg = pool.config
-    assert sandbox_uid_processes(cfg.uid_base, pool.workers) == []
+    assert sandbox_uid_processes(pool.uid_range) == []
     assert_healthy(pool)
 
 
@@ -178,9 +177,9 @@ def test_double_forked_daemon_does_not_outlive_the_evaluation(pool: SandboxPool)
     assert r.status is ExecStatus.ERROR
     assert "left 1 process" in r.error
     deadline = time.monotonic() + 2
-    while sandbox_uid_processes(pool.config.uid_base, pool.workers) and time.monotonic() < deadline:
+    while sandbox_uid_processes(pool.uid_range) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert sandbox_uid_processes(pool.config.uid_base, pool.workers) == []
+    assert sandbox_uid_processes(pool.uid_range) == []
     assert_healthy(pool)
 
 

@@ -88,7 +88,7 @@ def test_isolation_level_is_bwrap_here(pool: SandboxPool) -> None:
     )
     assert r.isolation is Isolation.BWRAP
     uid, pids = r.value
-    assert uid >= pool.config.uid_base  # dropped from root to the slot's own uid
+    assert pool.uid_range is not None and uid in pool.uid_range  # the slot's own leased uid
     # only the namespace: its init, the worker, this program (and at most a previous child
     # still exiting); never the host's processes
     assert 1 in pids and len(pids) <= 4
@@ -316,3 +316,17 @@ def test_scratch_dirs_of_dead_pools_are_removed() -> None:
         root = p._root
         assert root.is_dir() and not stale.exists()
     assert not root.exists()  # closing removes the pool's own scratch dir
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid blocks are leased only as root")
+def test_two_pools_lease_disjoint_uid_blocks(pool: SandboxPool) -> None:
+    """Side-by-side pools (two runs at once) must not share uids: RLIMIT_NPROC and the
+    fallback's kill-as-uid clean-up are per uid.  A closed pool's block is reusable."""
+    with SandboxPool(SandboxConfig(workers=1)) as other:
+        assert pool.uid_range is not None and other.uid_range is not None
+        assert set(pool.uid_range).isdisjoint(other.uid_range)
+        r = other.run("import os\ndef main():\n    return os.getuid()\n", "main", 10)
+        assert r.status is ExecStatus.OK and r.value in other.uid_range
+        first = other.uid_range
+    with SandboxPool(SandboxConfig(workers=1)) as again:
+        assert again.uid_range == first  # the lock died with the closed pool

@@ -14,7 +14,7 @@ What a program gets:
   does not run) in a fresh ``fork()`` of a warm worker that pre-imported numpy, scipy and
   scipy.optimize; its entry function is called with no arguments;
 * working directory ``/tmp/run`` (empty, private, on a ``tmpfs_mb`` tmpfs), run as an
-  unprivileged uid (``uid_base + slot`` when the pool runs as root), no-new-privs,
+  unprivileged uid (its slot's uid in a block leased per pool when it runs as root), no-new-privs,
   rlimits on address space, CPU seconds, open files, file size and processes;
 * with bubblewrap: no network, its own pid/ipc/uts namespaces (hostname ``sandbox``),
   read-only ``/usr`` and Python installation only, a generated ``/etc/passwd`` listing

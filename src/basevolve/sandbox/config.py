@@ -31,9 +31,11 @@ class SandboxConfig:
 
     ``cpu_seconds=None`` derives the CPU limit from each call's wall-clock timeout
     (``ceil(timeout_s) + 1``) so the wall clock, not the CPU limit, normally fires first.
-    ``uid_base``: when running as root, worker slot ``i`` runs programs as uid/gid
-    ``uid_base + i``; a distinct uid per slot keeps RLIMIT_NPROC (counted per uid by the
-    kernel) and the leftover-process sweep from touching other slots' evaluations.
+    ``uid_base``: when running as root, each pool leases an exclusive block of uids at
+    or above ``uid_base`` (:mod:`basevolve.sandbox.uids`) and worker slot ``i`` runs
+    programs as the block's ``i``-th uid/gid; a distinct uid per slot, and per pool, keeps
+    RLIMIT_NPROC (counted per uid by the kernel) and the leftover-process clean-up from
+    touching other slots' or other pools' evaluations.
     """
 
     workers: int | None = None

@@ -162,14 +162,15 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
     return argv
 
 
-def make_launch(cfg: SandboxConfig, isolation: Isolation, slot: int, host_dir: Path) -> LaunchSpec:
+def make_launch(
+    cfg: SandboxConfig, isolation: Isolation, slot: int, host_dir: Path, uid: int | None
+) -> LaunchSpec:
     """Build the command for pool slot ``slot``; ``host_dir`` is a private parent-side dir.
 
     In bwrap mode ``host_dir`` holds the generated passwd/group; in the rlimits fallback it
     is the worker's scratch root (per-evaluation directories live inside it).
     """
     root = os.geteuid() == 0
-    uid = cfg.uid_base + slot if root else None
     worker_cfg = {
         "preload": list(cfg.preload),
         "uid": uid,

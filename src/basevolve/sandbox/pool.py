@@ -36,6 +36,7 @@ from basevolve.sandbox.codec import interpret
 from basevolve.sandbox.config import IsolationMode, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 from basevolve.sandbox.launch import bwrap_path, make_launch
+from basevolve.sandbox.uids import UidLease
 
 logger = logging.getLogger(__name__)
 _BACKSTOP_GRACE_S = 10.0  # the worker itself kills at timeout_s; this only catches a wedged worker
@@ -85,11 +86,21 @@ class SandboxPool:
         self._idle: queue.SimpleQueue[WorkerHandle] = queue.SimpleQueue()
         self._all: dict[int, WorkerHandle] = {}
         self._executor = ThreadPoolExecutor(self.config.n_workers, thread_name_prefix="sandbox")
+        self._uids = (
+            UidLease(self.config.uid_base, self.config.n_workers) if os.geteuid() == 0 else None
+        )
         try:
             self.isolation = self._start()
         except BaseException:
             self.close()
             raise
+
+    @property
+    def uid_range(self) -> range | None:
+        """The uids this pool's programs run as (None when not root: no uid drop)."""
+        if self._uids is None:
+            return None
+        return range(self._uids.first, self._uids.first + self.config.n_workers)
 
     # ------------------------------------------------------------------ start-up
     def _start(self) -> Isolation:
@@ -123,8 +134,8 @@ class SandboxPool:
         slot_dir = self._root / f"slot{slot}"
         shutil.rmtree(slot_dir, ignore_errors=True)
         slot_dir.mkdir(mode=0o711)
-        spec = make_launch(self.config, isolation, slot, slot_dir)
-        uid = self.config.uid_base + slot if os.geteuid() == 0 else None
+        uid = self._uids.uid(slot) if self._uids is not None else None
+        spec = make_launch(self.config, isolation, slot, slot_dir, uid)
         handle = WorkerHandle(spec, slot=slot, uid=uid, log_path=self._root / f"slot{slot}.log")
         self._all[slot] = handle
         return handle
@@ -235,6 +246,8 @@ class SandboxPool:
         self._executor.shutdown(wait=False, cancel_futures=True)
         for handle in handles:
             handle.kill()
+        if getattr(self, "_uids", None) is not None:
+            self._uids.close()  # only after every worker (and its programs) is dead
         shutil.rmtree(self._root, ignore_errors=True)
 
     def __enter__(self) -> SandboxPool:
