@@ -41,7 +41,7 @@ from basevolve.engine.state import CallJob, Pull, call_seed
 from basevolve.errors import BudgetError, LLMError
 from basevolve.llm.flops import attempt_flops, call_flops
 from basevolve.llm.settings import LLMSettings
-from basevolve.prompts import extract_program
+from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Child, Proposal
 from basevolve.records import Completion, Evaluation
 from basevolve.store import RunStore
@@ -255,7 +255,7 @@ class Engine:
         self.flops += flops
         if c.ok:
             self.failures_in_row = 0
-            parsed = extract_program(c.text)
+            parsed = self.parse(job, c.text)
             self._evaluate_or_record(job, parsed.code, parsed.error)
             return
         self.failures_in_row += 1
@@ -267,6 +267,11 @@ class Engine:
         if self.completed + self._reserved() < self.C:
             self.reissue.append((job.proposal, job.pull, job.call_id))
         self._emit()
+
+    def parse(self, job: CallJob, text: str) -> ParsedProgram:
+        """The reply's program, as the trajectory's protocol reads it (full rewrite with
+        the task's entry function preferred; diff protocols apply their edits)."""
+        return self.protocols[job.pull.trajectory].parse_reply(job.proposal, text)
 
     def _evaluate_or_record(self, job: CallJob, code: str | None, error: str | None) -> None:
         if code is None:

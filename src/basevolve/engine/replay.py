@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from basevolve.engine.state import CallJob
 from basevolve.errors import StoreError
-from basevolve.prompts import extract_program
 from basevolve.protocols import Child, Proposal
 
 if TYPE_CHECKING:
@@ -117,7 +116,7 @@ def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: s
         job = jobs[r["call_id"]]
         status = r["status"]
         if status == "ok" and r["call_id"] not in told:
-            parsed = extract_program(r["text"] or "")
+            parsed = engine.parse(job, r["text"] or "")
             engine.pending_evals.append((job, parsed.code, parsed.error))
         elif status in ("pending", "lost", "failed") and r["call_id"] not in reissued:
             if status == "failed" and engine.completed + engine._reserved() >= engine.C:
