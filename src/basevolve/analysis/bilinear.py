@@ -39,6 +39,9 @@ from basevolve.analysis.permutation import p_value_ge, permutation_stats
 
 Design = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
+#: Permutation shuffles for the interaction ``c`` (Table 8: 10,000).
+PERMUTATION_SHUFFLES = 10_000
+
 
 def _m1(lt: np.ndarray, ln: np.ndarray) -> np.ndarray:
     return np.column_stack([np.ones_like(lt), lt, ln, lt * ln])
@@ -115,7 +118,7 @@ def c_permutation_p(
     ln: np.ndarray,
     y: np.ndarray,
     rng: np.random.Generator | None,
-    shuffles: int = 10_000,
+    shuffles: int = PERMUTATION_SHUFFLES,
     *,
     exact: bool = False,
 ) -> float:
@@ -135,7 +138,7 @@ def fit_bilinear(
     breadth: np.ndarray,
     v: np.ndarray,
     rng: np.random.Generator | None,
-    shuffles: int = 10_000,
+    shuffles: int = PERMUTATION_SHUFFLES,
     ceiling: float = 0.97,
     *,
     exact: bool = False,
@@ -149,15 +152,15 @@ def fit_bilinear(
     """
     lt, ln, y = sub_ceiling_cells(depth, breadth, v, ceiling)
     n = y.size
-    x1 = _m1(lt, ln)
-    if not _full_rank(x1):
+    if not _full_rank(_m1(lt, ln)):
         return _nan_fit(n)
-    m1 = fit_ols(y, x1)
-    beta0, a, b, c = (float(t) for t in m1.params)
     fits = {}
     for name, build in SPECIFICATIONS.items():
         x = build(lt, ln)
         fits[name] = fit_ols(y, x) if _full_rank(x) else None
+    m1 = fits["M1"]  # Eq. 2 itself: the registry's M1 is the design checked above
+    assert m1 is not None
+    beta0, a, b, c = (float(t) for t in m1.params)
 
     def r2(name: str) -> float:
         f = fits[name]
@@ -231,6 +234,7 @@ def optimal_depth(a: float, b: float, c: float, budget: float, delta: float = 0.
 
 
 __all__ = [
+    "PERMUTATION_SHUFFLES",
     "SPECIFICATIONS",
     "BilinearFit",
     "OptimalDepth",

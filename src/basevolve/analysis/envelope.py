@@ -29,7 +29,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-CELL_KEYS: list[str] = ["task", "model", "budget", "depth"]
+#: One envelope point: a (task, model, budget C); the key of every per-budget table.
+BUDGET_KEYS: list[str] = ["task", "model", "budget"]
+#: One cell of the depth-breadth sweep: a budget point at one depth T.
+CELL_KEYS: list[str] = [*BUDGET_KEYS, "depth"]
 
 
 def sweep_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +59,7 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
 def envelope(cell_table: pd.DataFrame) -> pd.DataFrame:
     """One row per (task, model, C): v_max, t_star, v_t1, gap and FLOPs (module doc)."""
     rows = []
-    for (task, model, budget), grp in cell_table.groupby(["task", "model", "budget"], sort=True):
+    for (task, model, budget), grp in cell_table.groupby(BUDGET_KEYS, sort=True):
         best = grp.loc[grp["fitness"].idxmax()]
         t1 = grp[grp["depth"] == 1]
         v_t1 = float(t1["fitness"].iloc[0]) if len(t1) else float("nan")
@@ -84,9 +87,7 @@ def envelope(cell_table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         rows,
         columns=[
-            "task",
-            "model",
-            "budget",
+            *BUDGET_KEYS,
             "v_max",
             "t_star",
             "v_t1",
@@ -181,4 +182,12 @@ def collapse(
     return pd.DataFrame(rows, columns=["task", "models", "n_points", "intercept", "slope", "r2"])
 
 
-__all__ = ["CELL_KEYS", "cells", "collapse", "envelope", "flops_per_call_fit", "sweep_runs"]
+__all__ = [
+    "BUDGET_KEYS",
+    "CELL_KEYS",
+    "cells",
+    "collapse",
+    "envelope",
+    "flops_per_call_fit",
+    "sweep_runs",
+]

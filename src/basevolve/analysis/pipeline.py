@@ -20,9 +20,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from basevolve.analysis.bilinear import BilinearFit, fit_bilinear, optimal_depth
-from basevolve.analysis.envelope import cells, collapse, envelope, flops_per_call_fit, sweep_runs
-from basevolve.analysis.gate import capability_gate
+from basevolve.analysis.bilinear import (
+    PERMUTATION_SHUFFLES,
+    BilinearFit,
+    fit_bilinear,
+    optimal_depth,
+)
+from basevolve.analysis.envelope import (
+    BUDGET_KEYS,
+    cells,
+    collapse,
+    envelope,
+    flops_per_call_fit,
+    sweep_runs,
+)
+from basevolve.analysis.gate import GateResult, capability_gate
 from basevolve.analysis.grouped import (
     allocator_by_protocol,
     arms_table,
@@ -35,6 +47,7 @@ from basevolve.errors import ConfigError
 
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95, 0.99)
 BILINEAR_COLUMNS: list[str] = ["task", "model", *BilinearFit.__dataclass_fields__]
+GATE_COLUMNS: list[str] = [*BUDGET_KEYS, *GateResult.__dataclass_fields__]
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ class AnalysisConfig:
     """Knobs of one analysis; defaults are the paper's."""
 
     resamples: int = 1000  # bootstrap resamples (summary SE/CI, thresholds)
-    shuffles: int = 10_000  # permutation shuffles for the bilinear c (Table 8)
+    shuffles: int = PERMUTATION_SHUFFLES  # permutation shuffles for the bilinear c (Table 8)
     gate_shuffles: int = 20_000  # permutation shuffles for the capability gate (Table 4)
     seed: int = 0
     ceiling: float = 0.97  # sub-ceiling cells for Eq. 2
@@ -139,7 +152,7 @@ def _bilinear_and_depth(
 
 def _gate(sweep: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
     rows = []
-    for (task, model, budget), grp in sweep.groupby(["task", "model", "budget"], sort=True):
+    for (task, model, budget), grp in sweep.groupby(BUDGET_KEYS, sort=True):
         res = capability_gate(
             grp["fitness"].to_numpy(float),
             grp["depth"].to_numpy(),
@@ -147,21 +160,7 @@ def _gate(sweep: pd.DataFrame, cfg: AnalysisConfig) -> pd.DataFrame:
             cfg.gate_shuffles,
         )
         rows.append({"task": task, "model": model, "budget": int(budget), **asdict(res)})
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "task",
-            "model",
-            "budget",
-            "v_t1",
-            "v_max",
-            "t_star",
-            "pen_bon",
-            "p",
-            "n_depths",
-            "n_runs",
-        ],
-    )
+    return pd.DataFrame(rows, columns=GATE_COLUMNS)
 
 
 THRESHOLD_COLUMNS = [

@@ -36,6 +36,11 @@ from basevolve.records import Attempt, AttemptStatus, Completion, Usage
 
 log = logging.getLogger("basevolve.llm")
 
+#: Sampling defaults of the paper (Section "Experiment Setup"), shared by the protocol
+#: and its implementation so the two signatures cannot drift apart.
+DEFAULT_TEMPERATURE = 0.6
+DEFAULT_TOP_P = 0.95
+
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
@@ -66,8 +71,8 @@ class LLMClient(Protocol):
         self,
         messages: list[dict[str, Any]],
         *,
-        temperature: float = 0.6,
-        top_p: float = 0.95,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
         max_tokens: int | None = None,
         seed: int | None = None,
     ) -> Completion: ...
@@ -134,8 +139,8 @@ class RetryingClient:
         self,
         messages: list[dict[str, Any]],
         *,
-        temperature: float = 0.6,
-        top_p: float = 0.95,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
         max_tokens: int | None = None,
         seed: int | None = None,
     ) -> Completion:
@@ -221,4 +226,12 @@ class RetryingClient:
         )
 
 
-__all__ = ["AttemptFailure", "LLMClient", "Reply", "RetryingClient", "strip_think"]
+__all__ = [
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_TOP_P",
+    "AttemptFailure",
+    "LLMClient",
+    "Reply",
+    "RetryingClient",
+    "strip_think",
+]

@@ -20,6 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
+from basevolve.analysis.envelope import BUDGET_KEYS
 from basevolve.analysis.pipeline import AnalysisResult, to_jsonable
 from basevolve.analysis.tables import Tables
 from basevolve.report import tables as tab
@@ -38,45 +41,50 @@ def _num_fmt(digits: int = 4) -> Callable[[object], str]:
     return lambda v: tab._num(v, digits)
 
 
+def _of_result(name: str, caption: str, grid: Callable[[pd.DataFrame], tab.Grid]) -> TableSpec:
+    """The report table ``name``: ``grid`` applied to the result table of the same name.
+
+    Every report table shows exactly one result table; naming the key once keeps a
+    table and the result it shows from drifting apart.
+    """
+    return TableSpec(name, caption, lambda r: grid(r[name]))
+
+
 TABLES: tuple[TableSpec, ...] = (
-    TableSpec(
+    _of_result(
         "table1",
         "Table 1 layout: fitness (mean ± bootstrap SE) per method at the largest budget",
-        lambda r: tab.mean_se_grid(r["table1"]),
+        tab.mean_se_grid,
     ),
-    TableSpec(
+    _of_result(
         "table6",
         "Table 6 layout: baseline vs BaSE allocators per protocol variant",
-        lambda r: tab.mean_se_grid(r["table6"]),
+        tab.mean_se_grid,
     ),
-    TableSpec(
-        "table7",
-        "Table 7 layout: BaSE fitness vs arm-pool size K",
-        lambda r: tab.mean_se_grid(r["table7"]),
-    ),
-    TableSpec(
+    _of_result("table7", "Table 7 layout: BaSE fitness vs arm-pool size K", tab.mean_se_grid),
+    _of_result(
         "thresholds",
         "Table 3 layout (largest budget): earliest step and cumulative FLOPs where ≥ 90% "
         "of bootstrap samples of the mean running best reach τ (--- = never)",
-        lambda r: tab.thresholds_grid(r["thresholds"]),
+        tab.thresholds_grid,
     ),
-    TableSpec(
+    _of_result(
         "bilinear",
         "Tables 2/5/8: bilinear fit log(1-V) = β0 + a log T + b log N + c log T log N on "
         "sub-ceiling cells, nested-model R² and F-test p-values vs M1",
-        lambda r: tab.bilinear_grid(r["bilinear"]),
+        tab.bilinear_grid,
     ),
-    TableSpec(
+    _of_result(
         "gate",
         "Table 4: capability gate (best-of-N, best over depths, penBoN, permutation p)",
-        lambda r: tab.gate_grid(r["gate"]),
+        tab.gate_grid,
     ),
-    TableSpec(
+    _of_result(
         "envelope",
         "Fitness-compute envelope per budget (Section 4.1)",
-        lambda r: tab.frame_grid(
-            r["envelope"],
-            ["task", "model", "budget"],
+        lambda df: tab.frame_grid(
+            df,
+            BUDGET_KEYS,
             {
                 "v_max": _num_fmt(),
                 "t_star": _num_fmt(0),
@@ -86,21 +94,21 @@ TABLES: tuple[TableSpec, ...] = (
             },
         ),
     ),
-    TableSpec(
+    _of_result(
         "collapse",
         "Cross-model collapse: one pooled line V_max ~ log10 FLOPs per task",
-        lambda r: tab.frame_grid(
-            r["collapse"],
+        lambda df: tab.frame_grid(
+            df,
             ["task"],
             {"models": str, "n_points": _num_fmt(0), "slope": _num_fmt(), "r2": _num_fmt()},
         ),
     ),
-    TableSpec(
+    _of_result(
         "optimal_depth",
         "Compute-optimal depth: empirical T*(C), fitted T*(C) and plateau half-width (log T units)",
-        lambda r: tab.frame_grid(
-            r["optimal_depth"],
-            ["task", "model", "budget"],
+        lambda df: tab.frame_grid(
+            df,
+            BUDGET_KEYS,
             {
                 "t_star_emp": _num_fmt(0),
                 "v_max": _num_fmt(),

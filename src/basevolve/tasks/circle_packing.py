@@ -20,13 +20,12 @@ Scoring rules (reference evaluators, tolerance ``tol`` = 1e-6; strict mode ``tol
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from basevolve.tasks import resources
-from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
+from basevolve.tasks.builtin import BuiltinTask
 from basevolve.tasks.geometry import (
     as_float_array,
     as_float_scalar,
@@ -100,26 +99,14 @@ def score_packing(value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
 
 
 @TASKS.decorator("circle_packing")
-class CirclePacking(Task):
+class CirclePacking(BuiltinTask):
     """26 circles in the unit square; fitness = recomputed sum of radii / 2.635."""
 
     name = "circle_packing"
     entry = "construct_packing"
     description = "Pack 26 disjoint circles in the unit square, maximising the sum of radii (fitness = sum / 2.635)."
     timeout_s = 60.0
-
-    @property
-    def initial_program(self) -> str:
-        return resources.initial_program(self.name)
-
-    @property
-    def system_message(self) -> str:
-        return resources.system_message(self.name)
+    drawing = "draw_circle_packing"
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_packing(value, tol=tol)
-
-    def draw(self, value: Any, path: Path) -> None:
-        from basevolve.viz.geometry import draw_circle_packing
-
-        draw_circle_packing(value, path, score=self.score_value(value))

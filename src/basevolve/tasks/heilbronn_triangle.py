@@ -14,13 +14,12 @@ at the origin) is such a configuration and scores 0, as in the paper.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from basevolve.tasks import resources
-from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
+from basevolve.tasks.builtin import BuiltinTask
 from basevolve.tasks.geometry import (
     TRIANGLE_AREA,
     as_float_array,
@@ -78,7 +77,7 @@ def score_points(value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
 
 
 @TASKS.decorator("heilbronn_triangle")
-class HeilbronnTriangle(Task):
+class HeilbronnTriangle(BuiltinTask):
     """11 points in the unit equilateral triangle; fitness = normalised min area / 0.0365299."""
 
     name = "heilbronn_triangle"
@@ -88,19 +87,7 @@ class HeilbronnTriangle(Task):
         " (fitness = min area / (sqrt(3)/4) / 0.036529889880030156)."
     )
     timeout_s = 60.0
-
-    @property
-    def initial_program(self) -> str:
-        return resources.initial_program(self.name)
-
-    @property
-    def system_message(self) -> str:
-        return resources.system_message(self.name)
+    drawing = "draw_heilbronn_triangle"
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_points(value, tol=tol)
-
-    def draw(self, value: Any, path: Path) -> None:
-        from basevolve.viz.geometry import draw_heilbronn_triangle
-
-        draw_heilbronn_triangle(value, path, score=self.score_value(value))

@@ -13,13 +13,12 @@ score always comes with a stated reason).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from basevolve.tasks import resources
-from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
+from basevolve.tasks.builtin import BuiltinTask
 from basevolve.tasks.geometry import as_float_array, pairwise_distances, quiet_numpy
 
 N_POINTS = 16
@@ -69,26 +68,14 @@ def extreme_pairs(points: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]]
 
 
 @TASKS.decorator("min_max_distance")
-class MinMaxDistance(Task):
+class MinMaxDistance(BuiltinTask):
     """16 points in the plane; fitness = (d_min/d_max)^2 * 12.889266112."""
 
     name = "min_max_distance"
     entry = "min_max_dist_dim2_16"
     description = "Place 16 points in the plane maximising (d_min/d_max)^2 (fitness = ratio^2 * 12.889266112)."
     timeout_s = 60.0
-
-    @property
-    def initial_program(self) -> str:
-        return resources.initial_program(self.name)
-
-    @property
-    def system_message(self) -> str:
-        return resources.system_message(self.name)
+    drawing = "draw_min_max_distance"
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_points(value, tol=tol)
-
-    def draw(self, value: Any, path: Path) -> None:
-        from basevolve.viz.geometry import draw_min_max_distance
-
-        draw_min_max_distance(value, path, score=self.score_value(value))

@@ -71,6 +71,32 @@ def _label_points(ax: Any, pts: np.ndarray) -> None:
         ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
 
 
+def _dots(ax: Any, pts: np.ndarray, *, zorder: int) -> None:
+    """Every point as a black dot (both point tasks draw them the same way)."""
+    ax.scatter(pts[:, 0], pts[:, 1], s=40, color="black", zorder=zorder)
+
+
+def _rings(ax: Any, pts: np.ndarray, idx: tuple[int, ...], *, color: str, zorder: int) -> None:
+    """Hollow rings around the points that decide the score, visible even when tiny."""
+    ax.scatter(
+        pts[list(idx), 0],
+        pts[list(idx), 1],
+        s=160,
+        facecolors="none",
+        edgecolors=color,
+        linewidths=1.8,
+        zorder=zorder,
+    )
+
+
+def _join_pair(
+    ax: Any, pts: np.ndarray, pair: tuple[int, int], what: str, fmt: str, **style: Any
+) -> None:
+    """A segment joining two points, labelled ``"<what> pair (i,j)"`` in the legend."""
+    i, j = pair
+    ax.plot(pts[[i, j], 0], pts[[i, j], 1], fmt, **style, label=f"{what} pair ({i},{j})")
+
+
 def draw_circle_packing(value: Any, path: str | Path, *, score: ScoreResult) -> None:
     """Circles in the unit square; circles violating a constraint are outlined in red."""
     from basevolve.tasks.circle_packing import parse_packing
@@ -117,37 +143,13 @@ def draw_min_max_distance(value: Any, path: str | Path, *, score: ScoreResult) -
     from basevolve.tasks.min_max_distance import N_POINTS, extreme_pairs
 
     pts = _points(value, (N_POINTS, 2), "points")
-    (a, b), (c, d) = extreme_pairs(pts)
+    closest, farthest = extreme_pairs(pts)
     fig, ax = _new_figure()
-    ax.plot(
-        pts[[c, d], 0],
-        pts[[c, d], 1],
-        "--",
-        color="tab:blue",
-        lw=1.6,
-        zorder=2,
-        label=f"farthest pair ({c},{d})",
-    )
-    ax.plot(
-        pts[[a, b], 0],
-        pts[[a, b], 1],
-        "-",
-        color="red",
-        lw=2.4,
-        zorder=3,
-        label=f"closest pair ({a},{b})",
-    )
-    ax.scatter(pts[:, 0], pts[:, 1], s=40, color="black", zorder=4)
+    _join_pair(ax, pts, farthest, "farthest", "--", color="tab:blue", lw=1.6, zorder=2)
+    _join_pair(ax, pts, closest, "closest", "-", color="red", lw=2.4, zorder=3)
+    _dots(ax, pts, zorder=4)
     # Rings make the closest pair visible even when it is tiny at this scale.
-    ax.scatter(
-        pts[[a, b], 0],
-        pts[[a, b], 1],
-        s=160,
-        facecolors="none",
-        edgecolors="red",
-        linewidths=1.8,
-        zorder=5,
-    )
+    _rings(ax, pts, closest, color="red", zorder=5)
     _label_points(ax, pts)
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     pad = 0.08 * float(max(hi - lo)) or 1.0
@@ -188,17 +190,9 @@ def draw_heilbronn_triangle(value: Any, path: str | Path, *, score: ScoreResult)
             label=f"smallest triangle {triple}",
         )
     )
-    ax.scatter(pts[:, 0], pts[:, 1], s=40, color="black", zorder=3)
+    _dots(ax, pts, zorder=3)
     # Rings mark the smallest triangle's corners, which may be nearly collinear.
-    ax.scatter(
-        pts[list(triple), 0],
-        pts[list(triple), 1],
-        s=160,
-        facecolors="none",
-        edgecolors="darkorange",
-        linewidths=1.8,
-        zorder=4,
-    )
+    _rings(ax, pts, triple, color="darkorange", zorder=4)
     _label_points(ax, pts)
     lo = np.minimum(pts.min(axis=0), [0.0, 0.0])
     hi = np.maximum(pts.max(axis=0), [1.0, SQRT3 / 2])
