@@ -166,6 +166,7 @@ def test_user_task_file_via_cli(tmp_path, capsys):
         (["--task", "circle_packing", "P", "--timeout", "-3"], "must be a positive"),
         (["--task", "circle_packing", "P", "--timeout", "nan"], "must be a positive"),
         (["--task", "circle_packing", "P", "--timeout", "soon"], "invalid float value"),
+        (["--task", "circle_packing", "P", "--timeout", "1e12"], "at most"),
         (["P"], "--task"),
     ],
 )

@@ -52,11 +52,31 @@ def test_decodes_tagged_tree_with_arrays() -> None:
         (frame({"status": "ok", "tree": ["n", None], "blobs": [5]}), "does not match"),
         (frame({"status": "maybe"}), "unknown result status"),
         (frame([1, 2]), "not an object"),
+        # Regression: these raised OverflowError out of the decoder, which `basevolve run`
+        # did not catch, so one forged result frame ended the whole run.
+        (frame({"status": "ok", "tree": ["f", 10**400], "blobs": []}), "number out of range"),
+        (frame({"status": "ok", "tree": ["c", [0, 10**400]], "blobs": []}), "number out of range"),
     ],
 )
 def test_malformed_frames_are_rejected(data: bytes, match: str) -> None:
     with pytest.raises(DecodeError, match=match):
         decode_result(data)
+
+
+def test_oversized_value_tree_is_refused_before_parsing() -> None:
+    """Regression: a 60 MB tagged tree (a list of millions of ints, under
+    max_result_bytes) took ~1 GB in the trusted parent once json-parsed; several
+    evaluations at once could exhaust the host.  Arrays travel as compact .npy blobs."""
+    from basevolve.sandbox.codec import MAX_TREE_BYTES
+
+    big = frame({"status": "ok", "tree": ["l", [["i", 0]] * (MAX_TREE_BYTES // 8)], "blobs": []})
+    with pytest.raises(DecodeError, match="return a numpy array"):
+        decode_result(big)
+    blob = npy(np.zeros(MAX_TREE_BYTES // 8 + 1))  # the same count as an array is fine
+    _, value, _ = decode_result(
+        frame({"status": "ok", "tree": ["a", 0], "blobs": [len(blob)]}, (blob,))
+    )
+    assert value.shape == (MAX_TREE_BYTES // 8 + 1,)
 
 
 def test_pickled_object_array_is_never_loaded() -> None:

@@ -8,7 +8,13 @@ import socket
 import time
 
 import pytest
-from _sandbox_helpers import assert_healthy, needs_bwrap, needs_root, sandbox_uid_processes
+from _sandbox_helpers import (
+    HAVE_BWRAP,
+    assert_healthy,
+    needs_bwrap,
+    needs_root,
+    sandbox_uid_processes,
+)
 
 from basevolve.records import ExecStatus
 from basevolve.sandbox import SandboxConfig, SandboxPool
@@ -183,6 +189,144 @@ def test_double_forked_daemon_does_not_outlive_the_evaluation(pool: SandboxPool)
     assert_healthy(pool)
 
 
+# Writes a complete (large) result frame itself, closes its pipes so the worker may answer
+# before the process exits, then double-forks a session leader while the answer is sent.
+_LATE_DAEMON = """
+import io, json, os, struct, sys, time
+import numpy as np
+
+def main():
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(4_000_000), allow_pickle=False)
+    blob = buf.getvalue()
+    head = json.dumps({"status": "ok", "tree": ["a", 0], "blobs": [len(blob)]}).encode()
+    view = memoryview(b"BVR1" + struct.pack(">I", len(head)) + head + blob)
+    while view:
+        view = view[os.write(3, view):]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd in (0, 1, 2, 3):
+        os.close(fd)
+    time.sleep(DELAY)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(30)
+        os._exit(0)
+    time.sleep(5)
+"""
+
+
+@needs_root
+def test_daemon_started_after_the_result_never_outlives_it_or_blames_the_next_program() -> None:
+    """Regression: a program that closed its pipes used to be answered before it was
+    killed, so a daemon forked in that window survived the evaluation and the *next*,
+    innocent program was scored 0 for "leaving" it."""
+    with SandboxPool(SandboxConfig(workers=1, memory_mb=768, tmpfs_mb=32, max_file_mb=8)) as p:
+        for delay in (0.002, 0.02):
+            r = p.run(_LATE_DAEMON.replace("DELAY", repr(delay)), "main", timeout_s=10)
+            assert r.status in (ExecStatus.OK, ExecStatus.ERROR), r.error
+            time.sleep(0.1)  # longer than the daemon needs to appear, were it still possible
+            assert sandbox_uid_processes(p.uid_range) == []
+            innocent = p.run("def main():\n    return 42\n", "main", timeout_s=10)
+            assert innocent.status is ExecStatus.OK and innocent.value == 42, innocent.error
+
+
+_SHM_WRITE = """
+import ctypes
+
+def main():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(0x4242, 4096, 0o1000 | 0o666)  # IPC_CREAT
+    if shmid < 0:
+        return "refused"
+    ctypes.memmove(libc.shmat(shmid, None, 0), b"planted", 7)
+    return "planted"
+"""
+
+_SHM_READ = """
+import ctypes
+
+def main():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(0x4242, 0, 0)
+    return "absent" if shmid < 0 else ctypes.string_at(libc.shmat(shmid, None, 0), 7).decode()
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("isolation", ["bwrap", "rlimits"])
+def test_sysv_shared_memory_does_not_outlive_the_evaluation(isolation: str) -> None:
+    """Regression: under bubblewrap the IPC namespace was per worker, so a SysV segment a
+    program created stayed readable by every later evaluation of that worker."""
+    if isolation == "bwrap" and not HAVE_BWRAP:
+        pytest.skip("needs bubblewrap")
+    cfg = SandboxConfig(workers=1, memory_mb=768, tmpfs_mb=32, max_file_mb=8, isolation=isolation)
+    with SandboxPool(cfg) as p:
+        wrote = p.run(_SHM_WRITE, "main", timeout_s=10)
+        assert wrote.status is ExecStatus.OK, wrote.error
+        read = p.run(_SHM_READ, "main", timeout_s=10)
+        assert read.status is ExecStatus.OK and read.value == "absent", read
+
+
+_KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)
+
+_KEY_WRITE = """
+import ctypes
+
+def main():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    for ring in (-4, -5, -3):  # user, user-session and session keyrings
+        name = b"bv-leak-%d" % -ring
+        if libc.syscall(ADD_KEY, b"user", name, b"planted", 7, ctypes.c_long(ring)) < 0:
+            return "refused"
+    return "planted"
+"""
+
+_KEY_READ = """
+import ctypes
+
+def main():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    found = []
+    for ring in (-4, -5, -3):
+        name = b"bv-leak-%d" % -ring
+        if libc.syscall(KEYCTL, 10, ctypes.c_long(ring), b"user", name, 0) >= 0:  # SEARCH
+            found.append(ring)
+    return found
+"""
+
+
+@needs_root
+@pytest.mark.skipif(_KEYCTL is None, reason="keyctl syscall numbers known for x86_64/aarch64")
+@pytest.mark.parametrize("isolation", ["bwrap", "rlimits"])
+def test_kernel_keyrings_do_not_carry_data_to_later_evaluations(isolation: str) -> None:
+    """Regression: keys a program added to its uid's user keyring (which the kernel keeps
+    per uid, not per process) were readable by every later evaluation with that uid,
+    even in a new pool."""
+    if isolation == "bwrap" and not HAVE_BWRAP:
+        pytest.skip("needs bubblewrap")
+    assert _KEYCTL is not None
+    add_key, keyctl = _KEYCTL
+    write = _KEY_WRITE.replace("ADD_KEY", str(add_key))
+    read = _KEY_READ.replace("KEYCTL", str(keyctl))
+    cfg = SandboxConfig(workers=1, memory_mb=768, tmpfs_mb=32, max_file_mb=8, isolation=isolation)
+    with SandboxPool(cfg) as p:
+        wrote = p.run(write, "main", timeout_s=10)
+        assert wrote.status is ExecStatus.OK and wrote.value == "planted", wrote
+        later = p.run(read, "main", timeout_s=10)
+        assert later.status is ExecStatus.OK and later.value == [], later
+    with SandboxPool(cfg) as p:  # a new pool leases the same uids again
+        p.run(write, "main", timeout_s=10)
+    with SandboxPool(cfg) as p:
+        later = p.run(read, "main", timeout_s=10)
+        assert later.status is ExecStatus.OK and later.value == [], later
+
+
 def test_stdout_flood_is_truncated_and_the_value_still_arrives(pool: SandboxPool) -> None:
     code = (
         "import sys\n"
@@ -227,6 +371,20 @@ def test_forged_result_bytes_are_bad_output(pool: SandboxPool) -> None:
     )
     r = _run(pool, code)
     assert r.status is ExecStatus.BAD_OUTPUT and "could not be decoded" in r.error
+
+
+def test_forged_frame_with_an_unrepresentable_float_is_bad_output(pool: SandboxPool) -> None:
+    """Regression: the parent's decoder raised OverflowError, which escaped SandboxPool.run."""
+    code = (
+        "import os, struct\n"
+        "def main():\n"
+        '    head = b\'{"status": "ok", "tree": ["f", 1\' + b\'0\' * 400 + b\'], "blobs": []}\'\n'
+        "    os.write(3, b'BVR1' + struct.pack('>I', len(head)) + head)\n"
+        "    os._exit(0)\n"
+    )
+    r = _run(pool, code)
+    assert r.status is ExecStatus.BAD_OUTPUT and "out of range" in r.error
+    assert_healthy(pool)
 
 
 def test_sys_exit_and_os_exit(pool: SandboxPool) -> None:

@@ -61,6 +61,22 @@ def test_plain_values_roundtrip(pool: SandboxPool) -> None:
     np.testing.assert_array_equal(v["fortran"], np.eye(3))
 
 
+def test_array_shapes_survive_exactly(pool: SandboxPool) -> None:
+    """Regression: a 0-d array came back with shape (1,) (``ascontiguousarray`` makes
+    arrays at least 1-d), so a scorer saw a shape the program never returned."""
+    code = (
+        "import numpy as np\n"
+        "def main():\n"
+        "    return np.array(5.0), np.zeros((0, 2)), np.ones((2, 3))[:, ::2]\n"
+    )
+    r = pool.run(code, "main", timeout_s=10)
+    assert r.status is ExecStatus.OK, r
+    scalar, empty, strided = r.value
+    assert scalar.shape == () and float(scalar) == 5.0
+    assert empty.shape == (0, 2)
+    assert strided.shape == (2, 2) and strided.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
 def test_program_runs_as_module_named_program(pool: SandboxPool) -> None:
     code = (
         "import os\n"
@@ -224,6 +240,11 @@ def test_bad_run_arguments_and_closed_pool(pool: SandboxPool) -> None:
         pool.run("def main():\n    return 1\n", "main", timeout_s=0)
     with pytest.raises(ConfigError, match="entry"):
         pool.run("def main():\n    return 1\n", "not an identifier", timeout_s=1)
+    # Regression: 1e12 s overflowed select() in the worker and the parent, so the pool
+    # raised OverflowError and the *next* program found a dead worker and scored 0.
+    with pytest.raises(ConfigError, match="timeout_s"):
+        pool.run("def main():\n    return 1\n", "main", timeout_s=1e12)
+    assert_healthy(pool)
     p = SandboxPool(SandboxConfig(workers=1, isolation="rlimits"))
     p.close()
     with pytest.raises(SandboxError, match="closed pool"):

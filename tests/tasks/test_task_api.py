@@ -141,6 +141,11 @@ def test_user_task_file_loads(tmp_path):
         (USER_TASK + USER_TASK.replace("class Sphere", "class Sphere2"), "found Sphere, Sphere2"),
         (USER_TASK.replace('    entry = "solve"\n', ""), "'entry'"),
         (USER_TASK.replace("timeout_s = 5.0", "timeout_s = -1"), "timeout_s must be a positive"),
+        (USER_TASK.replace("timeout_s = 5.0", "timeout_s = 1e12"), "timeout_s must be a positive"),
+        (
+            USER_TASK.replace("timeout_s = 5.0", "timeout_s = float('inf')"),
+            "timeout_s must be a positive",
+        ),
         (
             USER_TASK.replace("    def score_value", "    def score_valu"),
             "exactly one concrete subclass",

@@ -26,6 +26,7 @@ from typing import Any
 
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus
+from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
 
 
@@ -95,6 +96,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     timeout = task.timeout_s if args.timeout is None else args.timeout
     if not (math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"--timeout {args.timeout!r} must be a positive number of seconds")
+    if timeout > MAX_TIMEOUT_S:
+        raise ConfigError(
+            f"--timeout {args.timeout!r} is too long; the sandbox allows at most {MAX_TIMEOUT_S:g} s"
+        )
     sources: list[tuple[str, str]] = []
     for name in args.files:
         path = Path(name)

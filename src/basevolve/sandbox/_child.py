@@ -11,6 +11,7 @@ data can never be mistaken for a tag) + concatenated ``.npy`` blobs saved with
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import io
 import json
@@ -32,6 +33,9 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 MAX_DEPTH = 64
 RESULT_FD = 3
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "riscv64": 219}  # the keyctl(2) syscall
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 REQUEST_FD = 4
 
 
@@ -85,7 +89,9 @@ def encode(value: Any, blobs: list[bytes], depth: int = 0) -> list[Any]:
                 f"returned a numpy array of dtype {value.dtype}; only numeric or bool arrays are plain data"
             )
         buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(value), allow_pickle=False)
+        # np.asarray, not ascontiguousarray: the latter turns a 0-d array into shape (1,),
+        # and the scorer must see exactly the shape the program returned.
+        np.save(buf, np.asarray(value), allow_pickle=False)
         blobs.append(buf.getvalue())
         return ["a", len(blobs) - 1]
     if np is not None and isinstance(value, np.generic):
@@ -126,6 +132,33 @@ def apply_limits(limits: dict[str, int]) -> None:
         resource.setrlimit(res, (value, value))
 
 
+def forget_keys(libc: Any) -> None:
+    """Empty the kernel keyrings this uid shares with earlier evaluations.
+
+    Why: the user, user-session and persistent keyrings belong to the uid, not to a
+    process, and the session keyring is inherited from the worker; keys a program adds
+    there outlive it (even its pool), a channel to later evaluations with the same uid.
+    Called right after the uid drop, so only the sandbox uid's own keyrings are touched
+    (never those of a user running basevolve without root).  Best effort: an
+    architecture without a known ``keyctl`` number or a kernel without keyrings skips it.
+    """
+    nr = KEYCTL_NR.get(os.uname().machine)
+    if nr is None:
+        return
+    syscall = libc.syscall
+    for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+        syscall(nr, ctypes.c_long(KEYCTL_CLEAR), ctypes.c_long(ring))
+    syscall(nr, ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None)  # a fresh, empty one
+    persistent = syscall(
+        nr,
+        ctypes.c_long(KEYCTL_GET_PERSISTENT),
+        ctypes.c_long(-1),
+        ctypes.c_long(KEY_SPEC_SESSION_KEYRING),
+    )
+    if persistent > 0:
+        syscall(nr, ctypes.c_long(KEYCTL_CLEAR), ctypes.c_long(persistent))
+
+
 def child_main(
     cfg: dict[str, Any], libc: Any, workdir: str, req_r: int, out_w: int, err_w: int, res_w: int
 ) -> None:
@@ -144,6 +177,11 @@ def child_main(
         signal.signal(sig, signal.SIG_DFL)
     if cfg.get("unshare_net"):
         libc.unshare(CLONE_NEWNET | CLONE_NEWIPC)  # best effort in the rlimits fallback
+    elif cfg.get("unshare_ipc"):
+        # bwrap's IPC namespace belongs to the whole worker: without a fresh one per child,
+        # a SysV segment or message queue one program creates is readable by every later
+        # evaluation of the worker.  Done in the spare, so it costs no evaluation time.
+        libc.unshare(CLONE_NEWIPC)
     os.chdir(workdir)
     raw = read_frame(REQUEST_FD)  # the worker forked us ahead of time; block until needed
     if raw is None:
@@ -156,6 +194,7 @@ def child_main(
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
+        forget_keys(libc)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     sys.argv = [PROGRAM_FILE]
     me = os.getpid()

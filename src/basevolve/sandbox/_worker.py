@@ -15,7 +15,8 @@ the parent, which alone interprets them (the parent is trusted; this process con
 
 Latency (target <= 15 ms per evaluation): the child of the next evaluation is forked
 ahead of time, right after an answer is sent, and an answer is sent as soon as the
-result is complete, the child closed its pipes and nothing else runs - the kernel's
+result is complete, the child closed its pipes and nothing else runs (checked again
+after a SIGKILL, so the program cannot start anything once answered) - the kernel's
 teardown of the child's address space overlaps the next request.
 
 Protocol with the parent (fd 0 in, fd 1 out, frames = 4-byte big-endian length + bytes):
@@ -221,7 +222,7 @@ def evaluate(
 
     deferred = False
     while status is None:
-        if not open_fds and bufs[res_r] and not overflow and alone(pid):
+        if not open_fds and bufs[res_r] and not overflow and alone(pid) and killed_alone(pid):
             deferred = True  # complete result, pipes closed, nothing else running
             break
         remaining = deadline - time.monotonic()
@@ -283,8 +284,8 @@ def let_exit(pending: dict[str, Any]) -> None:
     """The answer is sent: kill what is left of the child without waiting for its exit.
 
     Its address-space teardown then overlaps the next request; it is reaped later by
-    ``reap_exiting``.  A process it started after ``alone`` was checked is re-parented
-    to this worker and caught by the next evaluation's checks and sweep.
+    ``reap_exiting``.  It was already SIGKILLed by ``killed_alone`` before the answer, so
+    it cannot have started anything since; this kill is a harmless repeat.
     """
     pid = pending["pid"]
     for kill in (os.killpg, os.kill):
@@ -301,8 +302,8 @@ def alone(pid: int) -> bool:
     """True when the program's process is the worker's only child and has no children.
 
     Checked once the result is complete and the child closed its pipes, so the answer
-    need not wait for the child's exit; anything started after this check is caught by
-    the sweep in ``finish_child`` and reported with the next evaluation.
+    need not wait for the child's exit; ``killed_alone`` repeats it after a SIGKILL so
+    nothing can be started between the check and the answer.
     """
     reap_exiting()
     try:
@@ -319,6 +320,26 @@ def alone(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def killed_alone(pid: int) -> bool:
+    """SIGKILL the program (group and process), then confirm it is still ``alone``.
+
+    Why before the answer: a program may close its own pipes after writing a result and
+    keep running; answering first and killing afterwards (``let_exit``) left a window in
+    which it could fork a session leader that outlived the evaluation and was blamed on
+    the next, innocent program.  Once SIGKILL is pending no fork of the program can
+    complete (the kernel refuses it), so a child absent after the kill can never appear;
+    the kill costs microseconds, the address-space teardown still overlaps the next
+    request.  ``False`` sends the evaluation down the waiting path, whose sweep counts
+    whatever was started as the program's own leftovers.
+    """
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return alone(pid)
 
 
 def finish_child(

@@ -22,6 +22,11 @@ from basevolve.records import ExecResult, ExecStatus, Isolation
 
 MAGIC = b"BVR1"
 MAX_DEPTH = 64
+# Largest JSON part (the tagged tree of plain Python values) the parent will parse.
+# Why separate from max_result_bytes: parsed JSON costs ~15x its size in Python objects
+# (a 60 MB list of ints took ~1 GB in the trusted parent), while .npy blobs cost their
+# size.  8 MiB is ~300k tagged numbers; bigger data must come back as numpy arrays.
+MAX_TREE_BYTES = 8 * 1024 * 1024
 _ARRAY_KINDS = frozenset("biufc")
 
 
@@ -106,6 +111,11 @@ def decode_result(data: bytes) -> tuple[ExecStatus, Any, str | None]:
     if len(data) < 8 or data[:4] != MAGIC:
         raise DecodeError("result frame is missing or truncated")
     (head_len,) = struct.unpack(">I", data[4:8])
+    if head_len > MAX_TREE_BYTES:
+        raise DecodeError(
+            f"returned value holds too many plain Python items ({head_len} bytes of JSON,"
+            f" limit {MAX_TREE_BYTES}); return a numpy array instead of long lists"
+        )
     try:
         header = json.loads(data[8 : 8 + head_len])
     except (ValueError, RecursionError) as exc:
@@ -128,8 +138,14 @@ def decode_result(data: bytes) -> tuple[ExecStatus, Any, str | None]:
         raise DecodeError("blob table does not match the result length")
     try:
         value = _TreeDecoder(blobs).decode(header.get("tree"))
+    except DecodeError:
+        raise
     except RecursionError as exc:
         raise DecodeError("value tree too deep") from exc
+    except OverflowError as exc:  # e.g. ["f", 10**400]: JSON ints are unbounded, floats not
+        raise DecodeError(f"number out of range for a float in the value tree ({exc})") from exc
+    except (TypeError, ValueError) as exc:  # any other malformed node: bad output, never a crash
+        raise DecodeError(f"malformed value tree ({type(exc).__name__}: {exc})") from exc
     return ExecStatus.OK, value, None
 
 

@@ -23,6 +23,10 @@ class IsolationMode(StrEnum):
 
 
 DEFAULT_PRELOAD = ("numpy", "scipy", "scipy.optimize")
+# Longest wall-clock limit one evaluation may have (a week).  Why a cap: select() and
+# time arithmetic overflow near 1e10 s, and an overflow in the worker killed it, so the
+# next, unrelated program was reported as crashed.  Longer limits are refused up front.
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)

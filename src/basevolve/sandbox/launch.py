@@ -177,8 +177,10 @@ def make_launch(
         "gid": uid,
         "work_root": "/tmp",
         "unshare_net": False,
+        "unshare_ipc": False,
     }
     if isolation is Isolation.BWRAP:
+        worker_cfg["unshare_ipc"] = root  # a fresh IPC namespace per evaluation (_child.py)
         bwrap = bwrap_path()
         assert bwrap is not None
         passwd, group = passwd_text(uid, uid)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import queue
 import shutil
@@ -33,7 +32,7 @@ from types import TracebackType
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import ExecResult, ExecStatus, Isolation
 from basevolve.sandbox.codec import interpret
-from basevolve.sandbox.config import IsolationMode, SandboxConfig
+from basevolve.sandbox.config import MAX_TIMEOUT_S, IsolationMode, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 from basevolve.sandbox.launch import bwrap_path, make_launch
 from basevolve.sandbox.uids import UidLease
@@ -157,9 +156,10 @@ class SandboxPool:
             raise ConfigError(
                 f"SandboxPool.run needs code: str and an identifier entry, got entry={entry!r}"
             )
-        if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
+        if not (isinstance(timeout_s, int | float) and 0 < timeout_s <= MAX_TIMEOUT_S):
             raise ConfigError(
-                f"SandboxPool.run timeout_s={timeout_s!r} must be a finite number > 0"
+                f"SandboxPool.run timeout_s={timeout_s!r} must be a number > 0 and at most"
+                f" {MAX_TIMEOUT_S:g} s"
             )
         if self._closed:
             raise SandboxError("SandboxPool.run called on a closed pool; create a new SandboxPool")

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from basevolve.errors import TaskError
+from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks.base import TASKS, Task
 
 
@@ -94,9 +95,9 @@ def load_task_file(path: Path) -> Task:
             f" arguments: {type(exc).__name__}: {exc}"
         ) from exc
     timeout = getattr(task, "timeout_s", None)
-    if not isinstance(timeout, int | float) or not timeout > 0:
+    if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise TaskError(
             f"task {cls.name!r} in {str(path)!r}: timeout_s must be a positive number of"
-            f" seconds, got {timeout!r}"
+            f" seconds, at most {MAX_TIMEOUT_S:g}, got {timeout!r}"
         )
     return task
