@@ -130,3 +130,33 @@ def test_missing_file_and_missing_store_exit_2(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["analyze", "--input", str(tmp_path / "x.csv"), "--thresholds", "a,b"])
     assert exc.value.code == 2 and "--thresholds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--seed", "-1"], "seed must be a non-negative integer"),
+        (["--resamples", "0"], "resamples must be >= 1"),
+        (["--ceiling", "nan"], "ceiling must be in (0, 1]"),
+    ],
+)
+def test_bad_option_values_exit_2_with_one_line(files, capsys, option, message) -> None:
+    """Regression (--seed -1): numpy's SeedSequence raised a ValueError traceback."""
+    code, _, err = run_main(capsys, "analyze", "--input", str(files["runs"]), *FAST, *option)
+    assert code == 2 and message in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_undefined_fits_are_explained_in_the_printed_tables(tmp_path: Path, capsys) -> None:
+    """One budget, equal fitness: the fits are NaN and the text output says why (the
+    JSON document keeps null)."""
+    rows = ["task,model,protocol,allocator,arms,budget,depth,breadth,seed,fitness,flops"]
+    rows += [
+        f"cp,m,greedy,single,1,8,{d},{8 // d},{s},0.5,1e12" for d in (1, 2, 4, 8) for s in (0, 1)
+    ]
+    runs = tmp_path / "one_budget.csv"
+    runs.write_text("\n".join(rows) + "\n")
+    code, out, err = run_main(capsys, "analyze", "--input", str(runs), *FAST)
+    assert code == 0 and "Traceback" not in err
+    assert "note: NaN = Eq. 2 cannot be fitted" in out
+    assert "note: NaN = the pooled line needs" in out

@@ -122,3 +122,23 @@ def test_optimal_depth_by_hand() -> None:
     assert opt.half_width == pytest.approx(1.0)
     assert opt.interior
     assert not optimal_depth(-0.2, -0.3, 0.05, 64).interior
+
+
+@pytest.mark.parametrize("level", [0.0, 0.5, 0.9])
+def test_constant_fitness_has_no_spurious_fit_statistics(level: float) -> None:
+    """Regression: with every cell at the same fitness, log(1 - V) is constant, so R^2
+    and the F-tests are 0/0; statsmodels warned on stderr and float noise in the fitted
+    coefficients came out as p-values (p_f_m2 ~ 0.2) that meant nothing."""
+    import warnings
+
+    t, n = grid((8, 16, 32))
+    v = np.full(t.size, level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = fit_bilinear(t, n, v, np.random.default_rng(0), shuffles=50)
+    assert fit.n_cells == t.size
+    assert fit.beta0 == pytest.approx(math.log1p(-level))
+    assert (fit.a, fit.b, fit.c) == (0.0, 0.0, 0.0)
+    undefined = (fit.r2, fit.p_c, fit.m0_r2, fit.m2_r2, fit.m3_r2, fit.m4_r2)
+    undefined += (fit.p_f_m0, fit.p_f_m2, fit.p_f_m3, fit.p_f_m4)
+    assert all(math.isnan(x) for x in undefined), fit

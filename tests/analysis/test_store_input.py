@@ -59,7 +59,14 @@ def make_store(path: Path) -> None:
                         seq=s.next_seq(rid),
                         trajectory=0,
                     )
+                s.set_status(rid, "finished")
         s.create_run("unfinished", {**cfg, "seed": 9}, active_params=1e9)  # no programs yet
+        # Interrupted after its initial program and one call: a partial run is not a
+        # budget-4 sample, whatever its best so far (0.99 would dominate every mean).
+        s.create_run("interrupted", {**cfg, "seed": 8}, active_params=1e9)
+        s.insert_program("interrupted", code="init", score=0.99, valid=True, generation=0,
+                         is_initial=1)
+        s.set_status("interrupted", "interrupted")
 
 
 def test_analyze_reads_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,6 +93,8 @@ def test_analyze_reads_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str
     doc = json.loads(out.out)
     summ = {r["method"]: r for r in doc["summary"]}
     assert set(summ) == {"greedy T=1", "greedy T=4"}  # the unfinished run is left out
+    assert [r["n"] for r in doc["summary"]] == [3, 3]  # so is the interrupted one
+    assert "left out 2 unfinished run(s)" in out.err and "--resume" in out.err
     # final best = 0.2 + 0.1 * depth + 0.01 * seed, mean over seeds 0..2
     assert summ["greedy T=4"]["mean"] == pytest.approx(0.61)
     assert summ["greedy T=1"]["mean"] == pytest.approx(0.31)
@@ -97,3 +106,18 @@ def test_analyze_reads_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str
     env = doc["envelope"][0]
     assert env["flops"] == pytest.approx(400.0)
     assert {r["step"] for r in doc["thresholds"]} <= {1, 2, 3, 4}
+
+
+def test_store_without_finished_runs_is_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "partial.sqlite"
+    with store_mod.RunStore(path) as s:
+        cfg = {"task": "t", "model": "m", "protocol": "greedy", "allocator": "single",
+               "arms": 1, "budget": 4, "depth": 1, "breadth": 4, "seed": 0}
+        s.create_run("r", cfg, active_params=1e9)
+        s.insert_program("r", code="init", score=0.5, valid=True, generation=0, is_initial=1)
+        s.set_status("r", "interrupted")
+    assert main(["analyze", "--store", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no finished run" in err and len(err.strip().splitlines()) == 1

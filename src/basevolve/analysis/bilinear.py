@@ -30,7 +30,7 @@ keeps the strong budget effect out of the null so the test is calibrated for ``c
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import statsmodels.api as sm
@@ -87,6 +87,16 @@ class BilinearFit:
 def _nan_fit(n: int) -> BilinearFit:
     nan = float("nan")
     return BilinearFit(n, *([nan] * 17))
+
+
+def _flat_fit(n: int, beta0: float) -> BilinearFit:
+    """Constant ``log(1 - V)``: the fit is exactly ``beta0`` with a = b = c = 0.
+
+    Why separate: R^2, the F-tests and the permutation p-value are all 0/0 here, and
+    running OLS anyway turned float noise into p-values that looked meaningful (and made
+    statsmodels warn on stderr); they are reported as NaN (null in JSON) instead.
+    """
+    return replace(_nan_fit(n), beta0=beta0, a=0.0, b=0.0, c=0.0, c_m2=0.0, c_m3=0.0, c_m4=0.0)
 
 
 def sub_ceiling_cells(
@@ -154,6 +164,8 @@ def fit_bilinear(
     n = y.size
     if not _full_rank(_m1(lt, ln)):
         return _nan_fit(n)
+    if np.ptp(y) <= 1e-12 * max(1.0, float(np.abs(y).max())):
+        return _flat_fit(n, float(y.mean()))
     fits = {}
     for name, build in SPECIFICATIONS.items():
         x = build(lt, ln)

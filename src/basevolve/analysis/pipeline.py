@@ -15,6 +15,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,12 @@ class AnalysisConfig:
                 raise ConfigError(
                     f"{name} must be >= 1, got {getattr(self, name)}; fix: pass a positive count"
                 )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or self.seed < 0:
+            # numpy's SeedSequence takes non-negative integers only; say so up front
+            # instead of failing with its ValueError deep inside the first resampling.
+            raise ConfigError(
+                f"seed must be a non-negative integer, got {self.seed!r}; fix: e.g. --seed 0"
+            )
         if not 0 < self.ceiling <= 1:
             raise ConfigError(
                 f"ceiling must be in (0, 1], got {self.ceiling}; fix: e.g. --ceiling 0.97"

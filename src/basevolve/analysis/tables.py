@@ -38,6 +38,7 @@ BaSE, ``base-ucb K=10`` for BaSE over greedy trajectories and
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,7 @@ TRAJECTORY_COLUMNS: tuple[str, ...] = (
 )
 CHILDREN_COLUMNS: tuple[str, ...] = ("run_id", "step", "fitness")
 #: allocator values that mean "no bandit": one trajectory gets every call.
+FINISHED = "finished"  # the store's status of a run that spent its whole budget
 NO_ALLOCATOR: frozenset[str] = frozenset({"", "single", "none", "nan"})
 
 
@@ -227,18 +229,38 @@ def _from_store(store: str | Path) -> tuple[pd.DataFrame, pd.DataFrame | None, p
             "fix: export the runs to CSV and use --input"
         ) from None
     runs = export.runs_table(store)
-    # a run with no scored program yet (created, or still running) has no final fitness;
-    # it is not an analysable sample, so it is left out rather than failing the analysis
-    runs = (
-        runs[pd.to_numeric(runs["fitness"], errors="coerce").notna()] if "fitness" in runs else runs
-    )
+    # Only finished runs are fixed-budget samples.  A run that is still running, was
+    # interrupted or failed has a "best so far" after fewer than C calls; counting it as
+    # a budget-C run would bias every statistic, so it is left out (and said so).
+    status = export.raw_table(store, "runs").set_index("run_id")["status"]
+    done = runs["run_id"].map(status).eq(FINISHED).to_numpy(dtype=bool, copy=True)
+    if "fitness" in runs:
+        done &= pd.to_numeric(runs["fitness"], errors="coerce").notna().to_numpy()
+    left_out = ""
+    if not done.all():
+        counts = runs.loc[~done, "run_id"].map(status).fillna("unknown").value_counts()
+        kinds = ", ".join(f"{n} {k}" for k, n in counts.items())
+        left_out = f"{int((~done).sum())} unfinished run(s) ({kinds})"
+    runs = runs[done]
     if len(runs) == 0:
         raise ConfigError(
-            f"store {str(store)!r} has no run with a scored program yet; fix: run something first"
+            f"store {str(store)!r} has no finished run with a scored program yet"
+            f"{' (only ' + left_out + ')' if left_out else ''};"
+            " fix: finish a run (`basevolve run`, or `--resume RUN_ID`) first"
         )
+    if left_out:  # one line on stderr, so a --json document on stdout stays clean
+        print(
+            f"basevolve: note: left out {left_out} of {str(store)!r};"
+            " finish them with `basevolve run --resume RUN_ID`",
+            file=sys.stderr,
+        )
+    kept = set(runs["run_id"])
     traj = export.trajectories_table(store)
+    traj = traj[traj["run_id"].isin(kept)]
     children_fn = getattr(export, "children_table", None)
     children = children_fn(store) if children_fn is not None else None
+    if children is not None:
+        children = children[children["run_id"].isin(kept)]
     return runs, traj, children
 
 

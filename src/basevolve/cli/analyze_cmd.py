@@ -26,6 +26,21 @@ PRINTED: tuple[tuple[str, str], ...] = (
 )
 
 
+# Printed under a table whose fitted numbers came out NaN, so a reader learns why the
+# fit is undefined instead of guessing (JSON keeps null and the documented conditions).
+NAN_NOTES: dict[str, tuple[str, str]] = {
+    "bilinear": (
+        "r2",
+        "NaN = Eq. 2 cannot be fitted: it needs >= 5 sub-ceiling cells (V < --ceiling) over"
+        " at least two budgets (with one budget log N = log C - log T); R^2 and p-values"
+        " are NaN when every cell has the same fitness",
+    ),
+    "collapse": ("slope", "NaN = the pooled line needs >= 3 budgets/models with distinct FLOPs"),
+    "flops_fit": ("slope", "NaN = the line needs >= 3 cells with at least two depths"),
+    "optimal_depth": ("t_star_fit", "NaN t_star_fit = no bilinear fit for this task and model"),
+}
+
+
 def _thresholds(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(x) for x in text.split(",") if x.strip())
@@ -139,6 +154,9 @@ def run_analyze(args: argparse.Namespace) -> int:
                 if len(df)
                 else "(no rows: input has no data for this analysis)"
             )
+            column, note = NAN_NOTES.get(key, ("", ""))
+            if column in df and df[column].isna().any():
+                print(f"  note: {note}")
             print()
     return 0
 
