@@ -16,6 +16,11 @@ from typing import Any
 from basevolve.errors import ConfigError
 
 PULL_MODES = ("call", "generation")
+#: Largest accepted budget C.  Why a bound at all: C sizes per-call bookkeeping and the
+#: divisor hint below, and a typo such as 10**20 must be one clear error, not a hang or
+#: an SQLite integer overflow after the run row was written.  The paper uses C = 512.
+MAX_BUDGET = 1_000_000
+MAX_SEED = 2**63 - 1
 REWARDS = ("best", "improvement")
 
 
@@ -60,6 +65,8 @@ class RunConfig:
         c = self.budget
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
             raise ConfigError(f"--budget must be an integer >= 1 (LLM calls), got {c!r}")
+        if c > MAX_BUDGET:
+            raise ConfigError(f"--budget must be <= {MAX_BUDGET:,} LLM calls, got {c:,}")
         depth = c if self.depth is None else self.depth
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ConfigError(f"--depth must be an integer >= 1, got {depth!r}")
@@ -75,6 +82,12 @@ class RunConfig:
             raise ConfigError(
                 f"--arms must be between 1 and the budget {c} (each trajectory needs one "
                 f"initial call), got {self.arms}"
+            )
+        if self.pull == "generation" and self.arms * self.breadth > c:
+            raise ConfigError(
+                f"--pull generation initialises each of the --arms {self.arms} trajectories "
+                f"with one generation of N = {self.breadth} calls: {self.arms * self.breadth} "
+                f"calls exceed the budget {c}; lower --arms or N, or use --pull call"
             )
         if self.max_in_flight < 1:
             raise ConfigError(f"--max-in-flight must be >= 1, got {self.max_in_flight}")
@@ -98,14 +111,27 @@ class RunConfig:
             )
         if not self.run_id:
             object.__setattr__(self, "run_id", generate_run_id(self.task))
-        if self.seed < 0:
-            raise ConfigError(f"--seed must be >= 0, got {self.seed}")
+        if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
+            raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
 
     @property
     def breadth(self) -> int:
         """N = C / T."""
         assert self.depth is not None
         return self.budget // self.depth
+
+    @property
+    def bandit_horizon(self) -> int:
+        """Pulls the allocator decides (EXP3.P's T): those after the K initial ones.
+
+        Why not simply C - K: with ``pull="generation"`` every pull, the K initial ones
+        included, charges N calls, so the bandit makes ceil((C - K N) / N) decisions (the
+        last pull is cut short when N does not divide what is left).
+        """
+        if self.pull == "generation":
+            n = self.breadth
+            return -(-(self.budget - self.arms * n) // n)
+        return self.budget - self.arms
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -164,3 +164,25 @@ def test_best_arm_is_pulled_far_more_on_a_stationary_bandit(name, rounds, factor
     others = np.delete(alloc.pulls, 2)
     assert alloc.pulls[2] > factor * others.max(), alloc.pulls
     assert alloc.best_arm == 2
+
+
+def test_exp3p_one_round_by_hand_with_the_confidence_bonus():
+    """Auer et al. (2002), Fig. Exp3.P, one round: init w_i = exp(alpha gamma/3 sqrt(T/K)),
+    p = (1-gamma) w/sum w + gamma/K, then *every* arm j gets
+    w_j *= exp(gamma/(3K) (xhat_j + alpha / (p_j sqrt(K T)))) with xhat_j = x/p_j on the
+    pulled arm only.  (The other EXP3.P tests use alpha = 0, so the bonus term was
+    unchecked.)"""
+    k, t, gamma, alpha = 3, 12, 0.3, 0.5
+    alloc = make("exp3p", k=k, horizon=t, gamma=gamma, alpha=alpha)
+    init = alpha * gamma / 3 * math.sqrt(t / k)  # = 0.1
+    assert alloc.log_w == pytest.approx(np.full(k, init))
+    arm = alloc.ask()
+    assert alloc.events[-1].prob == pytest.approx(1 / 3)
+    alloc.tell(arm, 0.63)  # x = 0.63 / 1.05 = 0.6 (default reward_max 1.05)
+    eta = gamma / (3 * k)
+    bonus = alpha / ((1 / 3) * math.sqrt(k * t))  # 0.25 for every arm
+    expected = np.full(k, init + eta * bonus)
+    expected[arm] += eta * 0.6 / (1 / 3)
+    assert alloc.log_w == pytest.approx(expected)
+    w = np.exp(expected)
+    assert alloc.probabilities() == pytest.approx((1 - gamma) * w / w.sum() + gamma / k)

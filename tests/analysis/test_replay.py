@@ -147,6 +147,8 @@ def test_cli_replay_side_by_side_json(tmp_path, capsys):
     (["--arms", 3, "--budget", 20, "--allocator", "ucbb"], "unknown allocator"),
     (["--arms", 3, "--budget", 20, "--task", "heilbronn_triangle"], "no single-trajectory"),
     (["--arms", 3, "--budget", 20, "--model", "other"], "no single-trajectory"),
+    (["--arms", 3, "--budget", 20, "--seed", -1], "--seed must be >= 0"),  # was a traceback
+    (["--arms", 3, "--budget", 20, "--repeats", 0], "--repeats must be >= 1"),
 ])
 def test_cli_replay_refusals(tmp_path, capsys, argv, msg):
     db = tmp_path / "runs.db"

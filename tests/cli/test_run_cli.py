@@ -115,3 +115,62 @@ def test_embedded_model_small_run(tmp_path, capsys):
     assert summary["calls_completed"] == 2 and summary["status"] == "finished"
     assert summary["completion_tokens"] > 0 and summary["flops"] > 0
     assert summary["best_score"] > 0  # at least the initial program scores
+
+
+@pytest.mark.parametrize("extra", [
+    ["--task", "circle_packing"], ["--budget", "99"], ["--seed", "3"],
+    ["--allocator", "ucb", "--arms", "2"], ["--max-in-flight", "1"],
+])
+def test_resume_refuses_run_defining_flags(tmp_path, capsys, extra):
+    """--resume continues the stored config; a --task/--budget/... beside it used to be
+    silently ignored (exit 0), so the user believed it took effect."""
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(latency_s=0.0) as srv:
+        assert main(["run", "--task", "min_max_distance", "--budget", "2", "--base-url",
+                     srv.base_url, "--store", str(store), "--run-id", "r",
+                     "--out", str(tmp_path / "out")]) == 0
+        capsys.readouterr()
+        before = store.read_bytes()
+        code = main(["run", "--resume", "r", "--store", str(store), *extra])
+        assert len(srv.requests) == 2
+    err = capsys.readouterr().err
+    assert code == 2 and "--resume" in err and extra[0] in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert store.read_bytes() == before
+
+
+def test_unwritable_out_refused_before_any_call(tmp_path, capsys):
+    """An --out under a regular file used to fail only after the whole run, with a
+    traceback; now it is refused up front and nothing is stored or spent."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(latency_s=0.0) as srv:
+        code = main(["run", "--task", "min_max_distance", "--budget", "2", "--base-url",
+                     srv.base_url, "--store", str(store), "--out", str(blocker / "sub")])
+        assert len(srv.requests) == 0
+    err = capsys.readouterr().err
+    assert code == 2 and "is not a folder" in err and len(err.strip().splitlines()) == 1
+    assert not store.exists()
+
+
+def test_write_outputs_survives_an_unwritable_folder(tmp_path):
+    """If the output folder fails late (e.g. removed or made read-only during the run),
+    the finished run still gets its summary, with the reason, instead of a traceback."""
+    from basevolve.engine.summary import write_outputs
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    got = write_outputs({"best_code": "x = 1\n"}, None, None, None, blocker / "out")
+    assert got["best_program"] is None and "cannot write" in got["output_error"]
+
+
+def test_runs_on_an_empty_file_does_not_claim_it_is_missing(tmp_path, capsys):
+    """An existing empty file was reported as 'does not exist', which sends the user
+    looking for a typo in a path that is right."""
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    assert main(["runs", "--store", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "or is empty" in err and len(err.strip().splitlines()) == 1
+    assert empty.stat().st_size == 0

@@ -144,3 +144,66 @@ def test_endpoint_dying_mid_run_fails_cleanly(scripted, pool, tmp_path):
     status, error = db.execute("SELECT status, error FROM runs").fetchone()
     assert status == "failed" and "--resume dead" in error
     assert db.execute("SELECT count(*) FROM calls WHERE status='failed'").fetchone()[0] == 3
+
+
+def test_generation_pull_needs_room_for_k_initial_generations():
+    """With --pull generation each initial pull is one generation of N calls; K N > C
+    used to start only C / N trajectories (the others silently never initialised)."""
+    from basevolve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="exceed the budget 12"):
+        RunConfig(task=TASK, budget=12, depth=3, arms=5, allocator="ucb", pull="generation")
+    ok = RunConfig(task=TASK, budget=12, depth=3, arms=3, allocator="ucb", pull="generation")
+    assert ok.bandit_horizon == 0
+
+
+@pytest.mark.parametrize(("kw", "horizon"), [
+    ({"budget": 12, "arms": 3}, 9),
+    ({"budget": 20, "depth": 4, "arms": 3, "pull": "generation"}, 1),  # (20 - 15) / 5
+    ({"budget": 24, "depth": 4, "arms": 2, "pull": "generation"}, 2),  # (24 - 12) / 6
+])
+def test_bandit_horizon_counts_allocator_decisions(kw, horizon):
+    assert RunConfig(task=TASK, allocator="exp3p", **kw).bandit_horizon == horizon
+
+
+def test_exp3p_horizon_is_the_number_of_bandit_pulls(scripted, pool, tmp_path):
+    """EXP3.P's T (Auer et al. 2002, Thm 6.3) is the number of bandit rounds; with
+    --pull generation the engine used to pass C - K calls instead of the pulls."""
+    from basevolve.allocators.exp3p import exp3p_defaults
+
+    with LLMTestServer(scripted(seed=5), latency_s=0.01) as srv:
+        _run(srv, pool, tmp_path, budget=24, depth=4, arms=2, allocator="exp3p",
+             pull="generation", run_id="xh")
+        assert len(srv.requests) == 24
+    rows = _db(tmp_path).execute(
+        "SELECT summary_json FROM allocations WHERE kind='ask'").fetchall()
+    assert len(rows) == 2
+    gamma = json.loads(rows[0][0])["gamma"]
+    assert gamma == pytest.approx(exp3p_defaults(2, 2)[1])
+
+
+@pytest.mark.parametrize("budget", [10**20, 10**12, 1_000_001])
+def test_absurd_budget_is_a_clear_error_not_a_hang_or_overflow(budget):
+    """--budget 10**20 used to pass validation and die with an SQLite OverflowError
+    traceback; 10**12 with a non-dividing --depth listed divisors in O(C) (a hang)."""
+    import time
+
+    from basevolve.config import MAX_BUDGET
+    from basevolve.errors import ConfigError
+
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match="--budget must be <="):
+        RunConfig(task=TASK, budget=budget, depth=7)
+    assert time.monotonic() - t0 < 1.0
+    ok = RunConfig(task=TASK, budget=MAX_BUDGET, depth=8)
+    assert ok.breadth == MAX_BUDGET // 8
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 10**20])
+def test_seed_out_of_storable_range_is_a_clear_error(seed):
+    """--seed 10**20 used to reach the store and die with an SQLite OverflowError."""
+    from basevolve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--seed must be between 0 and"):
+        RunConfig(task=TASK, budget=2, seed=seed)
+    assert RunConfig(task=TASK, budget=2, seed=2**63 - 1).seed == 2**63 - 1

@@ -178,3 +178,59 @@ def _check_ledger_no_lost(con: sqlite3.Connection, budget: int) -> None:
     n, distinct = con.execute("SELECT count(*), count(DISTINCT call_id) FROM programs "
                               "WHERE is_initial=0").fetchone()
     assert n == distinct == budget
+
+
+def test_crash_during_initial_evaluation_then_two_resumes(scripted, pool, tmp_path):
+    """Dying while the *initial* program is evaluated (run row stored, nothing else):
+    resume evaluates it once and spends exactly C; a second resume of the finished run
+    spends nothing and rewrites nothing."""
+    from basevolve.config import RunConfig
+    from basevolve.engine import resume_run, start_run
+    from basevolve.testing import LLMTestServer
+
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(scripted(seed=9), latency_s=0.01) as srv:
+        cfg = RunConfig(task=TASK, budget=6, base_url=srv.base_url, run_id="init",
+                        allocator="ucb", arms=2)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            start_run(cfg, store, pool=_CrashingPool(pool, crash_at=1))
+        con = sqlite3.connect(store)
+        assert con.execute("SELECT count(*) FROM programs").fetchone()[0] == 0
+        assert len(srv.requests) == 0
+        s = resume_run("init", store, pool=pool)
+        assert s["calls_completed"] == 6 and s["status"] == "finished" and s["resumed"]
+        before = store.read_bytes()
+        again = resume_run("init", store, pool=pool)
+        assert len(srv.requests) == 6
+    assert again["resumed"] is False and again["calls_completed"] == 6
+    assert store.read_bytes() == before
+    assert con.execute("SELECT count(*) FROM programs WHERE is_initial=1").fetchone()[0] == 1
+    _check_ledger_no_lost(con, 6)
+
+
+def test_resume_of_a_run_still_driven_elsewhere_is_refused(tmp_path):
+    """Two drivers of one run used to race (each marking the other's in-flight calls
+    lost, both spending calls until one hit 'call N is not pending').  The run lock makes
+    the second one refuse up front; another run id of the same store is not blocked,
+    and the lock dies with its holder (a killed run stays resumable)."""
+    from basevolve.engine.runner import run_lock
+    from basevolve.errors import StoreError
+
+    store = tmp_path / "s.sqlite"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom basevolve.engine.runner import run_lock\n"
+         f"with run_lock({str(store)!r}, 'busy'):\n    print('locked', flush=True)\n"
+         "    time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreError, match="another process"), run_lock(store, "busy"):
+            pass
+        with run_lock(store, "other"):  # a different run of the same store
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with run_lock(store, "busy"):  # released by the kernel when the holder died
+        pass

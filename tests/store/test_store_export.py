@@ -72,3 +72,21 @@ def test_export_writes_tidy_tables(store_path, tmp_path, fmt):
 def test_export_unknown_run_is_a_clear_error(store_path, tmp_path):
     with pytest.raises(ConfigError, match="not in"):
         export_tables(store_path, tmp_path / "out", "csv", run_id="nope")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_to_unwritable_folder_is_one_line_exit_2(store_path, tmp_path, capsys, fmt):
+    """`basevolve export --out` under a regular file used to end in a traceback."""
+    from pathlib import Path
+
+    from basevolve.cli import main
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    before = Path(store_path).read_bytes()
+    code = main(["export", "--store", str(store_path), "--format", fmt,
+                 "--out", str(blocker / "x")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write the export" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert Path(store_path).read_bytes() == before

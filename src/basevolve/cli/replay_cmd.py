@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     names = allocator_names(args.allocator, args.arms)
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.seed < 0:  # numpy seeds must be >= 0; caught here, not as a traceback later
+        raise ConfigError(f"--seed must be >= 0, got {args.seed}")
     run_ids, scores, model = load_scores(args.store, args.task, args.model)
     check_replayable(scores, args.arms, args.budget)
     out = {"task": args.task, "model": model, "arms": args.arms, "budget": args.budget,

@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run to its budget")
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     p.set_defaults(func=run_command)
+    p.set_defaults(_defaults={f: p.get_default(f) for f in RUN_DEFINING})
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -119,6 +120,50 @@ def summary_table(s: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+#: Flags that define a run; with --resume they come from the stored config instead.
+RUN_DEFINING = ("task", "budget", "depth", "breadth", "model", "base_url", "params", "seed",
+                "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
+                "pull", "cap", "reward", "count_failed_attempts")
+
+
+def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:
+    """Refuse run-defining flags next to --resume.
+
+    Why: a resumed run continues with its *stored* config (same budget, seeds, allocator),
+    so a ``--task``/``--budget``/... given with --resume would be silently ignored and
+    the user would believe it took effect.
+    """
+    from basevolve.errors import ConfigError
+
+    given = [f"--{f.replace('_', '-')}" for f in RUN_DEFINING
+             if getattr(args, f) != parser_defaults.get(f)]
+    if given:
+        raise ConfigError(
+            f"--resume continues run {args.resume!r} with its stored config; drop "
+            f"{', '.join(given)} (only --store, --out and --json go with --resume)")
+
+
+def _check_out_dir(out: Path) -> None:
+    """Refuse an output folder that cannot be created, before any call is spent.
+
+    Why: the best program and picture are written after the run; an unwritable --out
+    found only then would end a finished run with a traceback instead of its summary.
+    """
+    import os
+
+    from basevolve.errors import ConfigError
+
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigError(f"--out {str(out)!r}: {str(probe)!r} is not a folder")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {str(out)!r}: cannot write in {str(probe)!r}")
+
+
 def run_command(args: argparse.Namespace) -> int:
     from basevolve.engine import resume_run, start_run
     from basevolve.store.schema import inspect_file
@@ -126,11 +171,14 @@ def run_command(args: argparse.Namespace) -> int:
     inspect_file(Path(args.store))  # refuse a foreign store before any other work
     progress = ProgressLine()
     if args.resume:
+        _check_resume_flags(args, getattr(args, "_defaults", {}))
         out = args.out or Path("basevolve-out") / args.resume
+        _check_out_dir(out)
         summary = resume_run(args.resume, args.store, progress=progress, out_dir=out)
     else:
         cfg = _config(args)
         out = args.out or Path("basevolve-out") / cfg.run_id
+        _check_out_dir(out)
         summary = start_run(cfg, args.store, progress=progress, out_dir=out)
     progress.done()
     summary.pop("best_code", None)

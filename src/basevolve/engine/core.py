@@ -70,7 +70,7 @@ class Engine:
         self.protocols = [PROTOCOLS.get(config.protocol)(task=task, breadth=config.breadth,
                                                           trajectory=i) for i in range(self.K)]
         self.allocator = ALLOCATORS.get(config.allocator)(
-            n_arms=self.K, rng=np.random.default_rng(config.seed), horizon=self.C - self.K,
+            n_arms=self.K, rng=np.random.default_rng(config.seed), horizon=config.bandit_horizon,
             reward_mode=config.reward, **config.allocator_params)
         self.completed = 0
         self.next_call_index = 0

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
+import fcntl
 import json
+import os
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +105,42 @@ def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: 
         asyncio.run(evaluator.aclose())
 
 
+@contextmanager
+def run_lock(store_path: str | Path, run_id: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``run_id`` of this store while a process drives it.
+
+    Why: a ``--resume`` launched while the run is still alive (or two resumes started
+    together) would mark the other process's in-flight calls lost and both would spend
+    LLM calls until one hit "call N is not pending".  A POSIX byte-range lock (one byte
+    per run, at ``crc32(run_id)``) on ``<store>.lock`` lets runs of *different* ids share
+    the store concurrently; the kernel drops the lock when the process dies, even by
+    SIGKILL, so a killed run can always be resumed.
+    """
+    lock_path = Path(f"{store_path}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock file {str(lock_path)!r}: "
+                         f"{exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, zlib.crc32(run_id.encode()))
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                raise StoreError(
+                    f"run {run_id!r} in {str(store_path)!r} is being driven by another "
+                    "process; wait for it to end (or stop it) before --resume") from None
+            # a file system without POSIX locks: run unguarded rather than not at all
+        yield
+    finally:
+        os.close(fd)
+
+
 def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
               out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
     """Create run ``cfg.run_id`` in the store and run it to exactly C calls."""
     task, client, settings = _prepare(cfg)
-    with RunStore(store_path) as store:
+    with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
                          active_params=float(client.model_spec.active_params))
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
@@ -117,10 +153,12 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
     if not Path(store_path).exists():
         raise StoreError(f"store {str(store_path)!r} does not exist; nothing to resume")
     with RunStore(store_path, create=False) as store:
-        row = store.get_run(run_id)
-        if row is None:
+        if store.get_run(run_id) is None:
             known = ", ".join(r["run_id"] for r in store.list_runs()) or "(none)"
             raise ConfigError(f"run {run_id!r} is not in {str(store_path)!r}; known runs: {known}")
+    with RunStore(store_path, create=False) as store, run_lock(store_path, run_id):
+        row = store.get_run(run_id)
+        assert row is not None  # checked above; runs are never deleted
         cfg = RunConfig.from_dict(json.loads(row["config_json"]))
         if row["status"] == "finished":
             return build_summary(store, cfg, None) | {"resumed": False}

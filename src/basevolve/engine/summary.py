@@ -58,9 +58,13 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
     code = summary.get("best_code")
     if out_dir is None or code is None:
         return {"best_program": None, "picture": None}
-    out_dir.mkdir(parents=True, exist_ok=True)
     program = out_dir / "best_program.py"
-    program.write_text(code)
+    try:  # an unwritable folder must not turn a finished run into a traceback
+        out_dir.mkdir(parents=True, exist_ok=True)
+        program.write_text(code)
+    except OSError as exc:
+        return {"best_program": None, "picture": None,
+                "output_error": f"cannot write {str(program)!r}: {exc.strerror or exc}"}
     result: dict[str, Any] = {"best_program": str(program), "picture": None}
     try:  # the value is not stored, so run the best program once more (sandboxed)
         ex = asyncio.run(evaluator.execute(code))

@@ -103,13 +103,26 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
             if store.get_run(run_id) is None:
                 known = ", ".join(r["run_id"] for r in store.list_runs()) or "(none)"
                 raise ConfigError(f"run {run_id!r} is not in {str(store_path)!r}; known: {known}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ConfigError("--format parquet needs pyarrow (pip install pyarrow); "
+                              "or export with --format csv") from None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for table in RAW_TABLES:
-        path = out / f"{table}.{fmt}"
-        writers[fmt](raw_table(store_path, table, run_id), path)
-        paths.append(path)
+    # Why catch OSError: an unwritable --out is a user mistake (one line, exit 2), not a
+    # traceback; the store is only read, so nothing stored is at risk.
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for table in RAW_TABLES:
+            path = out / f"{table}.{fmt}"
+            writers[fmt](raw_table(store_path, table, run_id), path)
+            paths.append(path)
+    except OSError as exc:
+        where = exc.filename or out
+        raise ConfigError(f"cannot write the export to {str(out)!r}: "
+                          f"{exc.strerror or exc} ({where}); choose another --out") from None
     return paths
 
 

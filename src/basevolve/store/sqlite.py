@@ -41,7 +41,7 @@ class RunStore:
         self.path = Path(path)
         kind = inspect_file(self.path)  # refuses foreign files before touching them
         if kind == "new" and not create:
-            raise StoreError(f"store {str(self.path)!r} does not exist; run `basevolve run` first")
+            raise StoreError(f"store {str(self.path)!r} does not exist (or is empty); run `basevolve run` first")
         try:
             if kind == "new":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
