@@ -73,3 +73,68 @@ def test_bad_input_is_one_line_exit_2(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+def test_closed_stdout_pipe_is_not_a_traceback() -> None:
+    """Regression: ``basevolve models --json | head -c 100`` printed a BrokenPipeError
+    traceback once the reader went away; a vanished reader is not an error of ours."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "basevolve", "models", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert code == 141  # 128 + SIGPIPE, what a shell reports for a killed writer
+
+
+def test_api_key_is_in_no_store_output_or_export_of_a_real_run(
+    tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 3: the key is sent to the server, but a whole `basevolve run` (with failed,
+    retried attempts recorded) leaves it in no byte of the store, its export, the run's
+    output folder, or what the command printed."""
+    sentinel = "sk-SENTINEL-run-3c1d"
+    monkeypatch.setenv("OPENAI_API_KEY", sentinel)
+    store, out = tmp_path / "s.sqlite", tmp_path / "out"
+    with LLMTestServer(latency_s=0.0) as srv:
+        srv.inject("http_500")
+        srv.inject("garbage")
+        code = main(
+            [
+                "run",
+                "--task",
+                "min_max_distance",
+                "--budget",
+                "3",
+                "--depth",
+                "3",
+                "--model",
+                "qwen3-1.7b",
+                "--base-url",
+                srv.base_url,
+                "--store",
+                str(store),
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        assert code == 0
+        assert any(sentinel in a for a in srv.authorizations)  # the key was really used
+    assert (
+        main(["export", "--store", str(store), "--format", "csv", "--out", str(tmp_path / "x")])
+        == 0
+    )
+    printed = capsys.readouterr()
+    assert sentinel not in printed.out + printed.err
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert store in files and any(p.suffix == ".csv" for p in files)
+    leaked = [str(p) for p in files if sentinel.encode() in p.read_bytes()]
+    assert leaked == []

@@ -204,3 +204,14 @@ def test_rejected_key_raises_naming_the_variable_not_the_key(monkeypatch) -> Non
         with pytest.raises(LLMError, match="BASEVOLVE_TEST_KEY") as info:
             run(client.complete(MSG))
     assert "sk-WRONG" not in str(info.value)
+
+
+def test_thinking_switch_travels_in_the_request_body() -> None:
+    # the backend posts the body itself (no SDK transform); extra fields must still arrive
+    settings = dataclasses.replace(FAST, enable_thinking=False)
+    with LLMTestServer() as srv:
+        client = make_client("qwen3-4b", srv.base_url, settings=settings)
+        assert run(client.complete(MSG, seed=3)).ok
+        body = srv.requests[0]
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["messages"] == MSG and body["seed"] == 3

@@ -102,3 +102,37 @@ def test_a_raising_reply_function_answers_500_and_is_recorded() -> None:
         errors = srv.reply_errors
     assert status == 500
     assert errors == ["KeyError: 'oops'"]
+
+
+def test_default_reply_echoes_the_parent_not_the_prompt_placeholder() -> None:
+    """The OpenEvolve prompt ends with a placeholder block after the parent program; the
+    default reply must echo the program so children stay valid (QA: every child of a
+    test-server run was 'no usable program')."""
+    prompt = ("Parent:\n```python\ndef f():\n    return 1\n```\nRewrite it.\n"
+              "```python\n# Your rewritten program here\n```\n")
+    with LLMTestServer() as srv:
+        c = run(
+            make_client("qwen3-1.7b", srv.base_url, settings=FAST).complete(
+                [{"role": "user", "content": prompt}]
+            )
+        )
+    assert "def f():\n    return 1\n" in c.text
+    assert "Your rewritten program here" not in c.text
+
+
+def test_common_prefix_matches_a_character_by_character_scan() -> None:
+    import random
+
+    from basevolve.testing.llm_server import _common_prefix
+
+    def scan(a: str, b: str) -> int:
+        i = 0
+        while i < min(len(a), len(b)) and a[i] == b[i]:
+            i += 1
+        return i
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        a = "".join(rng.choice("ab") for _ in range(rng.randint(0, 10)))
+        b = "".join(rng.choice("ab") for _ in range(rng.randint(0, 10)))
+        assert _common_prefix(a, b) == scan(a, b)

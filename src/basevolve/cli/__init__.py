@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -61,13 +62,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit
+        return code
+    except BrokenPipeError:
+        return _reader_went_away()
     except BasevolveError as exc:
         print(f"basevolve: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("basevolve: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (``basevolve models --json | head``).
+
+    Why not a traceback: the user asked for less output, nothing failed.  stdout is
+    pointed at /dev/null so the interpreter's final flush cannot raise again, and the
+    exit status is the shell's for a writer killed by SIGPIPE (128 + 13).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout replaced by a non-file object
+        pass
+    return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

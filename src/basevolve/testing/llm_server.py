@@ -59,15 +59,21 @@ _CODE_BLOCK = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
 
 
 def default_reply(body: dict[str, Any], index: int) -> str:
-    """A valid reply: the last Python code block of the prompt, echoed back.
+    """A valid reply: the last Python code block of the prompt that holds code, echoed.
 
     Echoing the parent keeps programs valid, so engine tests exercise the whole loop
-    (parse, sandbox, score) without a real model.  Without a code block: a short text.
+    (parse, sandbox, score) without a real model.  Blocks of comments only are skipped:
+    the OpenEvolve prompt ends with a placeholder block (``# Your rewritten program
+    here``) after the parent program, and echoing it made every child invalid.
+    Without a code block: a short text.
     """
     text = "\n".join(_content_text(m.get("content")) for m in body.get("messages") or [])
     blocks = _CODE_BLOCK.findall(text)
     if blocks:
-        return f"Here is the program.\n```python\n{blocks[-1].rstrip()}\n# reply {index}\n```\n"
+        code = [b for b in blocks if any(
+            ln.strip() and not ln.lstrip().startswith("#") for ln in b.splitlines())]
+        block = (code or blocks)[-1]
+        return f"Here is the program.\n```python\n{block.rstrip()}\n# reply {index}\n```\n"
     return f"OK (reply {index})"
 
 
@@ -85,11 +91,25 @@ class _Prompt(NamedTuple):
 
 
 def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """Length of the longest common prefix of ``a`` and ``b``.
+
+    Binary search on slice equality (C speed) instead of a character loop: the server
+    compares every prompt with all earlier ones under its lock, and greedy siblings are
+    byte-identical, so a Python loop cost ~ms per pair and serialised concurrent
+    requests on CPU that a real server does not spend (it grew with the run's length).
+    """
+    if a.startswith(b):
+        return len(b)
+    if b.startswith(a):
+        return len(a)
+    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; a[:hi + 1] != b[:hi + 1]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 class LLMTestServer:
@@ -219,7 +239,9 @@ class LLMTestServer:
             self._requests.append(body)
             self._auth.append(auth)
             fault = self._faults.pop(0) if self._faults else None
-            cached_chars = max((_common_prefix(prompt, p) for p in self._prompts), default=0)
+            cached_chars = 0
+            if self.fixed_cached_tokens is None:  # only the emulated prefix cache needs it
+                cached_chars = max((_common_prefix(prompt, p) for p in self._prompts), default=0)
             self._prompts.append(prompt)
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
