@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from basevolve.records import Evaluation, ExecResult
+from basevolve.errors import ConfigError, SandboxError
+from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation
 from basevolve.tasks.base import Task
+
+MAX_SANDBOX_FAILURES_IN_ROW = 3
 
 
 class SandboxEvaluator:
@@ -21,6 +24,7 @@ class SandboxEvaluator:
         self.task = task
         self._pool = pool
         self._owns_pool = pool is None
+        self._failures_in_row = 0
 
     @property
     def pool(self) -> Any:
@@ -31,7 +35,29 @@ class SandboxEvaluator:
         return self._pool
 
     async def execute(self, code: str) -> ExecResult:
-        return await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
+        """Run ``code``; a failure of the sandbox itself scores this child 0 with the reason.
+
+        Why not let it propagate: one odd failure (a worker that could not be restarted
+        in time, an OS error) should not end a run that has spent most of its budget.  But
+        a sandbox that keeps failing would turn every remaining call into a wasted 0, so
+        after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row the run fails cleanly (resumable).
+        """
+        try:
+            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
+        except ConfigError:
+            raise  # a caller bug (bad timeout or entry), not a sandbox failure
+        except Exception as exc:
+            self._failures_in_row += 1
+            if self._failures_in_row >= MAX_SANDBOX_FAILURES_IN_ROW:
+                raise SandboxError(
+                    f"the sandbox failed {self._failures_in_row} evaluations in a row "
+                    f"(last: {type(exc).__name__}: {exc}); fix it, then continue with --resume"
+                ) from exc
+            isolation = getattr(self._pool, "isolation", Isolation.BWRAP)
+            return ExecResult(ExecStatus.CRASHED, error=f"sandbox failure: {exc}",
+                              isolation=isolation)
+        self._failures_in_row = 0
+        return result
 
     async def evaluate(self, code: str) -> Evaluation:
         return self.task.evaluate(await self.execute(code))
