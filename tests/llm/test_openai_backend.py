@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from pathlib import Path
 
 import pytest
 
@@ -215,3 +216,21 @@ def test_thinking_switch_travels_in_the_request_body() -> None:
         body = srv.requests[0]
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
     assert body["messages"] == MSG and body["seed"] == 3
+
+
+def test_credentials_in_the_base_url_are_refused_without_echoing_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A secret in ``user:password@`` would be stored in the run's config (resume needs the
+    URL) and printed in errors; it is refused, and the message never repeats it."""
+    with pytest.raises(ConfigError, match="must not carry credentials") as info:
+        make_client("qwen3-8b", "http://alice:s3cret-token@127.0.0.1:8000/v1")
+    assert "s3cret-token" not in str(info.value)
+    from basevolve.cli import main
+
+    store = tmp_path / "s.sqlite"
+    code = main(["run", "--task", "circle_packing", "--budget", "2", "--model", "qwen3-8b",
+                 "--base-url", "http://bob:s3cret-token@127.0.0.1:9/v1", "--store", str(store)])
+    assert code == 2 and not store.exists()
+    err = capsys.readouterr().err
+    assert "must not carry credentials" in err and "s3cret-token" not in err

@@ -51,6 +51,14 @@ def validate_base_url(base_url: str) -> str:
         port = parsed.port  # raises ValueError on a bad port
     except ValueError:
         raise ConfigError(f"malformed base URL {base_url!r} (bad port); {hint}") from None
+    if parsed.username is not None or parsed.password is not None:
+        # Never echo the URL: it holds a secret.  Credentials in the URL would also end
+        # up in the run store's config (resume needs the URL), so refuse them.
+        raise ConfigError(
+            "the base URL must not carry credentials (user:password@host); put the API "
+            "key in the environment variable named by --api-key-env (default "
+            "OPENAI_API_KEY), which is sent as a bearer token and never stored"
+        )
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigError(f"malformed base URL {base_url!r}; {hint}")
     if port == 0 or any(c.isspace() for c in url):
