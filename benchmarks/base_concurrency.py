@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import io
 import json
 import socketserver
@@ -41,21 +40,9 @@ from typing import Any
 
 from basevolve.cli import main
 from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_packing_reply
 
-PROGRAM = '''import numpy as np
-
-
-def construct_packing():
-    g = np.linspace(0.1, 0.9, 6)
-    centers = np.array([(x, y) for x in g for y in g])[:26]
-    radii = np.full(26, 0.08 * {scale!r})
-    return centers, radii, float(radii.sum())
-'''
-
-
-def reply(body: dict[str, Any], index: int) -> str:
-    h = int.from_bytes(hashlib.sha256(str(body.get("seed")).encode()).digest()[:4], "big")
-    return "```python\n" + PROGRAM.format(scale=round(0.3 + 0.7 * h / 2**32, 6)) + "```\n"
+reply = seeded_packing_reply  # valid packings, score = hash of the call's seed
 
 
 def text_reply(body: dict[str, Any], index: int) -> str:

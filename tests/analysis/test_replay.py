@@ -7,6 +7,7 @@ import pytest
 
 from basevolve.analysis.replay import check_replayable, logged_lengths, replay, replay_once
 from basevolve.errors import ConfigError
+from basevolve.testing.replies import seeded_packing_reply as _seeded_reply
 
 NAN = np.nan
 
@@ -175,25 +176,6 @@ def test_cli_replay_on_empty_or_missing_store(tmp_path, capsys):
 
 
 # ------------------------------------------- a store written by real test-server runs
-_PROGRAM = '''import numpy as np
-
-
-def construct_packing():
-    g = np.linspace(0.1, 0.9, 6)
-    centers = np.array([(x, y) for x in g for y in g])[:26]
-    radii = np.full(26, 0.08 * {scale!r})
-    return centers, radii, float(radii.sum())
-'''
-
-
-def _seeded_reply(body, index):
-    """A valid packing whose score is a hash of the call's seed (differs per call)."""
-    import hashlib
-
-    h = int.from_bytes(hashlib.sha256(str(body.get("seed")).encode()).digest()[:4], "big")
-    return "```python\n" + _PROGRAM.format(scale=round(0.3 + 0.7 * h / 2**32, 6)) + "```\n"
-
-
 def test_replay_on_a_store_written_by_real_runs(tmp_path, capsys):
     import json
 

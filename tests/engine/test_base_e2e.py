@@ -8,10 +8,8 @@ same seed (and by replaying its events through a fresh allocator), clear refusal
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,26 +17,11 @@ import pytest
 from basevolve.allocators import ALLOCATORS
 from basevolve.cli import main
 from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_packing_reply
 
-# Deterministic circle-packing replies: every reply is a complete, valid program packing
-# 26 equal circles on a grid; the radius scale F in [0.3, 1] is a hash of the request's
-# ``seed`` (the engine derives it from the run seed and the call index), so rewards differ
-# between calls yet repeat exactly when a sequential run is repeated with the same seed.
-PROGRAM = '''import numpy as np
-
-
-def construct_packing():
-    g = np.linspace(0.1, 0.9, 6)
-    centers = np.array([(x, y) for x in g for y in g])[:26]
-    radii = np.full(26, 0.08 * {scale!r})
-    return centers, radii, float(radii.sum())
-'''
-
-
-def seeded_reply(body: dict[str, Any], index: int) -> str:
-    h = int.from_bytes(hashlib.sha256(str(body.get("seed")).encode()).digest()[:4], "big")
-    scale = round(0.3 + 0.7 * h / 2**32, 6)
-    return "```python\n" + PROGRAM.format(scale=scale) + "```\n"
+# Deterministic, valid circle-packing replies whose score is a hash of the call's seed
+# (basevolve.testing.replies): rewards differ between calls yet repeat exactly.
+seeded_reply = seeded_packing_reply
 
 
 def run_base(tmp_path, capsys, srv, *, allocator, arms, budget, mif, seed=0, run_id="r", db=None):
