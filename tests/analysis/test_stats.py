@@ -50,6 +50,12 @@ def test_constant_sample_has_zero_se() -> None:
     est = bootstrap_estimate(np.full(6, 0.7), "iqm", np.random.default_rng(1), reps=200)
     assert est.se == pytest.approx(0.0, abs=1e-15)
     assert est.ci_low == pytest.approx(0.7) and est.ci_high == pytest.approx(0.7)
+    # exactly 0, not float noise (0.007841 repeated gave 1.7e-18 in a one-run table)
+    row = describe(np.full(1, 0.007840993143994491), np.random.default_rng(0), reps=100)
+    assert row["se"] == 0.0 and row["iqm_se"] == 0.0
+    row = describe(np.full(7, 0.1), np.random.default_rng(0), reps=100)
+    assert row["se"] == 0.0 and row["iqm_se"] == 0.0
+    assert describe(np.array([0.1, 0.2]), np.random.default_rng(0), reps=100)["se"] > 0
 
 
 def test_stratified_bootstrap_resamples_within_each_task() -> None:

@@ -110,6 +110,19 @@ def stratified_bootstrap(
     return out
 
 
+def _boot_se(replicates: np.ndarray) -> float:
+    """Bootstrap SE (ddof=1); exactly 0 when every replicate is the same number.
+
+    Why the special case: means of identical values differ in the last bit, so a
+    constant sample (one run, or all runs equal) would otherwise report an SE of ~1e-18.
+    """
+    if replicates.size < 2:
+        return float("nan")
+    if np.ptp(replicates) <= 4 * np.finfo(float).eps * max(1.0, float(np.abs(replicates).max())):
+        return 0.0
+    return float(replicates.std(ddof=1))
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A point estimate with its bootstrap SE and percentile CI."""
@@ -136,8 +149,7 @@ def bootstrap_estimate(
     boot = stratified_bootstrap(a, fn, rng, reps)
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.percentile(boot, [100 * alpha, 100 * (1 - alpha)])
-    se = float(boot.std(ddof=1)) if reps > 1 else float("nan")
-    return Estimate(value, se, float(lo), float(hi))
+    return Estimate(value, _boot_se(boot), float(lo), float(hi))
 
 
 def describe(
@@ -161,12 +173,12 @@ def describe(
     iqm_boot = _batched_iqm(boot[:, :, None])
     return {
         "mean": float(x.mean()),
-        "se": float(means.std(ddof=1)) if reps > 1 else float("nan"),
+        "se": _boot_se(means),
         "ci_low": float(lo),
         "ci_high": float(hi),
         "median": float(np.median(x)),
         "iqm": iqm(x),
-        "iqm_se": float(iqm_boot.std(ddof=1)) if reps > 1 else float("nan"),
+        "iqm_se": _boot_se(iqm_boot),
         "n": int(n),
     }
 
