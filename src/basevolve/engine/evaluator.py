@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from basevolve.errors import ConfigError, SandboxError
+from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation
 from basevolve.tasks.base import Task
 
@@ -44,9 +44,8 @@ class SandboxEvaluator:
         """
         try:
             result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
-        except ConfigError:
-            raise  # a caller bug (bad timeout or entry), not a sandbox failure
-        except Exception as exc:
+        except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
+            # else (a bug, a crash) propagates and the run stays resumable
             self._failures_in_row += 1
             if self._failures_in_row >= MAX_SANDBOX_FAILURES_IN_ROW:
                 raise SandboxError(
