@@ -16,6 +16,21 @@ needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="needs bubblewrap and ro
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="uid drop and uid sweeps need root")
 
 
+# A program whose grandchild leaves the session and tries to outlive the evaluation.
+DAEMON_PROGRAM = (
+    "import os, time\n"
+    "def main():\n"
+    "    if os.fork() == 0:\n"
+    "        os.setsid()\n"
+    "        if os.fork() == 0:\n"
+    "            time.sleep(30)\n"
+    "            open('/tmp/run/marker', 'w').write('alive')\n"
+    "        os._exit(0)\n"
+    "    time.sleep(0.2)\n"
+    "    return 'done'\n"
+)
+
+
 def sandbox_uid_processes(uids: range | None) -> list[int]:
     """Host-side view: pids of live processes running as any sandbox slot uid."""
     found = []

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from _sandbox_helpers import (
+    DAEMON_PROGRAM,
     HAVE_BWRAP,
     assert_healthy,
     needs_bwrap,
@@ -167,19 +168,7 @@ def test_socket_to_host_listener_fails(pool: SandboxPool) -> None:
 
 @needs_root
 def test_double_forked_daemon_does_not_outlive_the_evaluation(pool: SandboxPool) -> None:
-    code = (
-        "import os, time\n"
-        "def main():\n"
-        "    if os.fork() == 0:\n"
-        "        os.setsid()\n"
-        "        if os.fork() == 0:\n"
-        "            time.sleep(30)\n"
-        "            open('/tmp/run/marker', 'w').write('alive')\n"
-        "        os._exit(0)\n"
-        "    time.sleep(0.2)\n"
-        "    return 'done'\n"
-    )
-    r = _run(pool, code, timeout_s=5)
+    r = _run(pool, DAEMON_PROGRAM, timeout_s=5)
     assert r.status is ExecStatus.ERROR
     assert "left 1 process" in r.error
     deadline = time.monotonic() + 2

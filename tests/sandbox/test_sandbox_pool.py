@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _sandbox_helpers import HAVE_BWRAP, assert_healthy, needs_bwrap
+from _sandbox_helpers import DAEMON_PROGRAM, HAVE_BWRAP, assert_healthy, needs_bwrap
 
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import ExecStatus, Isolation
@@ -311,18 +311,7 @@ def test_non_root_path_falls_back_and_recovers_from_parent_kill(monkeypatch) -> 
         r = p.run("import os\ndef main():\n    os.kill(os.getppid(), 9)\n", "main", timeout_s=5)
         assert r.status is ExecStatus.CRASHED and "worker died" in r.error
         assert_healthy(p)
-        code = (
-            "import os, time\n"
-            "def main():\n"
-            "    if os.fork() == 0:\n"
-            "        os.setsid()\n"
-            "        if os.fork() == 0:\n"
-            "            time.sleep(30)\n"
-            "        os._exit(0)\n"
-            "    time.sleep(0.2)\n"
-            "    return 1\n"
-        )
-        r = p.run(code, "main", timeout_s=5)
+        r = p.run(DAEMON_PROGRAM, "main", timeout_s=5)
         assert r.status is ExecStatus.ERROR and "left 1 process" in r.error
         assert_healthy(p)
 

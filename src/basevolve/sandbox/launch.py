@@ -163,9 +163,10 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
 
 
 def make_launch(
-    cfg: SandboxConfig, isolation: Isolation, slot: int, host_dir: Path, uid: int | None
+    cfg: SandboxConfig, isolation: Isolation, host_dir: Path, uid: int | None
 ) -> LaunchSpec:
-    """Build the command for pool slot ``slot``; ``host_dir`` is a private parent-side dir.
+    """Build the command for one pool slot whose programs run as ``uid`` (None: no uid
+    drop, not root); ``host_dir`` is the slot's private parent-side dir.
 
     In bwrap mode ``host_dir`` holds the generated passwd/group; in the rlimits fallback it
     is the worker's scratch root (per-evaluation directories live inside it).

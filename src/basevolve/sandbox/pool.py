@@ -134,7 +134,7 @@ class SandboxPool:
         shutil.rmtree(slot_dir, ignore_errors=True)
         slot_dir.mkdir(mode=0o711)
         uid = self._uids.uid(slot) if self._uids is not None else None
-        spec = make_launch(self.config, isolation, slot, slot_dir, uid)
+        spec = make_launch(self.config, isolation, slot_dir, uid)
         handle = WorkerHandle(spec, slot=slot, uid=uid, log_path=self._root / f"slot{slot}.log")
         self._all[slot] = handle
         return handle
