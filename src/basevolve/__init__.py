@@ -3,7 +3,7 @@
 Implements "Compute Allocation for Self-Evolving LLMs: From Depth-Breadth to
 Multi-Armed Bandits": the greedy T x N protocol (Section 3), BaSE bandit allocation
 across K trajectories (Section 5, Algorithm 2), effective-FLOPs accounting
-(Appendix A) and the paper's analysis.  See DESIGN.md for the map.
+(Appendix A) and the paper's analysis.  See docs/design.md for the map.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Frozen, validated run configuration (DESIGN.md, style rule 2).
+"""Frozen, validated run configuration (docs/design.md, style rule 2).
 
 Validated once at the boundary (the CLI or a library caller); the engine trusts it.
 Budget semantics follow the paper: C LLM calls in total (Section 3, C = T * N for the

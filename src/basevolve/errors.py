@@ -1,7 +1,7 @@
 """Error tree of basevolve.
 
 Every error raised on purpose derives from :class:`BasevolveError`; each subclass also
-inherits the matching built-in (DESIGN.md, style rule 7) so callers that only know
+inherits the matching built-in (docs/design.md, style rule 7) so callers that only know
 ``ValueError`` still catch configuration mistakes.  Messages name the bad value, why it
 is bad and what to do.  The CLI turns any ``BasevolveError`` into one line on stderr and
 exit code 2 (user mistake) without a traceback.

@@ -1,4 +1,4 @@
-"""Frozen records that flow between the layers (DESIGN.md, style rule 5).
+"""Frozen records that flow between the layers (docs/design.md, style rule 5).
 
 Records are immutable plain data; states are enums.  They are what the store persists
 and what the analysis reads back, so every field is JSON-friendly (numbers, strings,

@@ -1,6 +1,6 @@
 """One registry type for every named thing (tasks, protocols, allocators, models, backends).
 
-DESIGN.md, style rule 3: no ``if name == ...`` chains.  A registry maps a name to an
+docs/design.md, style rule 3: no ``if name == ...`` chains.  A registry maps a name to an
 object (usually a class or a factory), refuses duplicate names, and answers unknown
 names with a :class:`~basevolve.errors.ConfigError` that lists the known ones.
 """

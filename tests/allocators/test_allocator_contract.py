@@ -1,4 +1,4 @@
-"""Contract suite run against every registered allocator (DESIGN.md, style rule 9)."""
+"""Contract suite run against every registered allocator (docs/design.md, style rule 9)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ one at a time by a multi-armed bandit whose arms are the trajectories and whose 
 for a pull is the pulled trajectory's best fitness after the pull ("historical fitness
 scores").
 
-Design (DESIGN.md, style rule 1 -- nevergrad's template method): the public
+Design (docs/design.md, style rule 1 -- nevergrad's template method): the public
 ``ask/tell/cancel`` here validate their inputs and keep all bookkeeping (per-arm pulls,
 pending pulls, reward statistics, the audit log ``events``); a policy subclass only
 implements ``_ask`` (choose an arm among the eligible ones) and ``_tell`` (learn from a

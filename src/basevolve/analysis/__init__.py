@@ -1,4 +1,4 @@
-"""Pure statistics of the paper on tidy tables (DESIGN.md style rule 4).
+"""Pure statistics of the paper on tidy tables (docs/design.md style rule 4).
 
 Input contract: :mod:`basevolve.analysis.tables`.  Statistics: :mod:`.stats` (IQM,
 stratified bootstrap), :mod:`.envelope` (Section 4.1), :mod:`.bilinear` (Eq. 2,

@@ -1,6 +1,6 @@
 """The analysis input contract: tidy tables, their validation and loading.
 
-The analysis never talks to the engine; it reads three tidy tables (DESIGN.md: the
+The analysis never talks to the engine; it reads three tidy tables (docs/design.md: the
 store exports them, users may bring their own logs as CSV/Parquet).
 
 **Runs table** -- one row per run (required columns, dtype):

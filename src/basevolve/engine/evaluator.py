@@ -2,7 +2,7 @@
 
 Untrusted code runs in the sandbox pool (``await pool.arun``) so evaluations overlap
 with LLM calls still in flight (issue 4: "overlap evaluation with generation"); the
-task's scorer then runs in this process on the plain data that came back (DESIGN.md,
+task's scorer then runs in this process on the plain data that came back (docs/design.md,
 "Untrusted code runs; trusted code scores").
 """
 

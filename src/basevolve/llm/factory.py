@@ -1,6 +1,6 @@
 """``make_client``: model name + optional endpoint -> an :class:`LLMClient` (issue 3).
 
-The backend is picked from a registry (DESIGN.md, style rule 3): an explicit base URL
+The backend is picked from a registry (docs/design.md, style rule 3): an explicit base URL
 means the OpenAI-compatible backend; without one the catalog entry's own backend is
 used, which is ``embedded`` for the offline models and refused (with the fix in the
 message) for served models.

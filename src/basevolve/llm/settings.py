@@ -1,4 +1,4 @@
-"""Frozen, validated settings of the LLM layer (DESIGN.md, style rule 2).
+"""Frozen, validated settings of the LLM layer (docs/design.md, style rule 2).
 
 Defaults follow the paper where it states them (temperature 0.6, top-p 0.95 are the
 ``complete`` defaults) and otherwise keep a run from hanging: every call has a

@@ -1,4 +1,4 @@
-"""Prompt templates, builders and LLM-reply parsers (DESIGN.md: ``prompts/``).
+"""Prompt templates, builders and LLM-reply parsers (docs/design.md: ``prompts/``).
 
 * :func:`build_openevolve_messages`: OpenEvolve's verbatim user-message template + the
   task's system message (paper, Appendix "Prompts"; used by Greedy and BaSE).

@@ -1,4 +1,4 @@
-"""Within-trajectory parent-sampling protocols (paper, Section 3; DESIGN.md ``protocols/``).
+"""Within-trajectory parent-sampling protocols (paper, Section 3; docs/design.md ``protocols/``).
 
 ``PROTOCOLS.get(name)(task=..., breadth=N, trajectory=i)`` builds one protocol per
 trajectory.  Built-ins: ``greedy``.  Island protocols (OpenEvolve / CodeEvolve /

@@ -5,7 +5,7 @@ A protocol is line "parent sampling" of the paper's Algorithm 1 (and line
 it decides which archived program is the parent and builds the prompt.  It does no I/O
 and owns no budget; the engine asks, calls the LLM, evaluates, and tells.
 
-Template method (DESIGN.md, style rule 1): the public :meth:`Protocol.ask`,
+Template method (docs/design.md, style rule 1): the public :meth:`Protocol.ask`,
 :meth:`Protocol.tell` and :meth:`Protocol.cancel` validate and keep the shared
 bookkeeping (outstanding proposals, archive, best); subclasses implement ``_can_ask``,
 ``_ask``, ``_tell`` and optionally ``_cancel`` and ``_summary``.

@@ -1,6 +1,6 @@
 """Matplotlib figures of the paper (Agg backend), from analysis result tables.
 
-Each figure function takes exactly what the statistics return (DESIGN.md rule 4) and
+Each figure function takes exactly what the statistics return (docs/design.md rule 4) and
 returns a ``Figure`` or ``None`` when the input has nothing to draw (the report then
 writes a note instead).  :data:`FIGURES` is the registry the report iterates over.
 """

@@ -1,4 +1,4 @@
-"""Frozen, validated configuration of the sandbox pool (DESIGN.md, style rule 2).
+"""Frozen, validated configuration of the sandbox pool (docs/design.md, style rule 2).
 
 Defaults follow issue 2, section 3: one warm worker per core, 2 GiB address space, a
 64 MiB private tmpfs, rlimits on CPU seconds, open files, file size and processes.

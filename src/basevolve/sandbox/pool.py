@@ -1,6 +1,6 @@
 """The sandbox pool: warm fork-server workers that run untrusted programs.
 
-Why this shape (issue 2, section 3; DESIGN.md "Untrusted code runs; trusted code
+Why this shape (issue 2, section 3; docs/design.md "Untrusted code runs; trusted code
 scores"): the engine evaluates every child program the LLM writes while other LLM calls
 are in flight, so evaluation must be cheap (a fork of a warm worker, not a fresh
 interpreter: ~ms instead of ~500 ms), concurrent (``arun`` overlaps up to ``workers``

@@ -1,7 +1,7 @@
 """The Task abstraction: untrusted execution + trusted scoring.
 
 A task is (initial program, entry-function name, system message, time limit, scorer).
-The split matters for safety (DESIGN.md, "Untrusted code runs; trusted code scores"):
+The split matters for safety (docs/design.md, "Untrusted code runs; trusted code scores"):
 
 * the **sandbox** runs the candidate program and calls its entry function; what comes
   back is plain data (:class:`~basevolve.records.ExecResult`, ``value`` built from JSON /

@@ -2,7 +2,7 @@
 
 Everything here is a pure function of plain data (what the sandbox hands back) and
 **never raises** on bad input: conversion problems come back as a reason string so a
-scorer can turn them into "score 0 with a stated reason" (issue 2, part 2; DESIGN.md,
+scorer can turn them into "score 0 with a stated reason" (issue 2, part 2; docs/design.md,
 "Reference facts").
 
 Conversion policy (decided here, once, for all tasks):

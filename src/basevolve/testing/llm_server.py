@@ -1,6 +1,6 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks (issue 3, part 7).
 
-DESIGN.md, style rule 9: LLM code is tested against a real local HTTP server speaking
+docs/design.md, style rule 9: LLM code is tested against a real local HTTP server speaking
 the OpenAI protocol, never a patched function.  This server answers
 ``POST /v1/chat/completions`` (``stream=false``) and ``GET /v1/models`` with scripted
 replies, reports ``usage`` the way vLLM does (including
