@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="every LLM attempt, failed or not, costs one unit of the budget")
     p.add_argument("--out", type=Path, help="output folder (default basevolve-out/RUN_ID)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run to its budget")
+    p.add_argument("--allow-task-change", action="store_true",
+                   help="with --resume: continue although the task file changed since the "
+                        "run started (recorded in the store)")
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     p.set_defaults(func=run_command)
     p.set_defaults(_defaults={f: p.get_default(f) for f in RUN_DEFINING})
@@ -66,9 +69,17 @@ def _config(args: argparse.Namespace) -> RunConfig:
             raise ConfigError(f"--breadth {args.breadth} must be >= 1 and divide --budget "
                               f"{args.budget} (C = T x N)")
         depth = args.budget // args.breadth
+    from basevolve.config import generate_run_id
+    from basevolve.tasks import load_task
+    from basevolve.tasks.identity import resolve_task_spec
+
+    task = resolve_task_spec(args.task)  # a task file is stored by its absolute path
+    run_id = args.run_id
+    if not run_id:  # runs are named by the task's declared name, not its file name
+        run_id = generate_run_id(load_task(task).name)
     return RunConfig(
-        task=args.task, budget=args.budget, depth=depth, model=args.model,
-        base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
+        task=task, budget=args.budget, depth=depth, model=args.model,
+        base_url=args.base_url, params=args.params, seed=args.seed, run_id=run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts)
@@ -140,7 +151,7 @@ def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any
     if given:
         raise ConfigError(
             f"--resume continues run {args.resume!r} with its stored config; drop "
-            f"{', '.join(given)} (only --store, --out and --json go with --resume)")
+            f"{', '.join(given)} (only --store, --out, --json and --allow-task-change go with --resume)")
 
 
 def _check_out_dir(out: Path) -> None:
@@ -174,8 +185,14 @@ def run_command(args: argparse.Namespace) -> int:
         _check_resume_flags(args, getattr(args, "_defaults", {}))
         out = args.out or Path("basevolve-out") / args.resume
         _check_out_dir(out)
-        summary = resume_run(args.resume, args.store, progress=progress, out_dir=out)
+        summary = resume_run(args.resume, args.store, progress=progress, out_dir=out,
+                             allow_task_change=args.allow_task_change)
     else:
+        if args.allow_task_change:
+            from basevolve.errors import ConfigError
+
+            raise ConfigError("--allow-task-change goes with --resume RUN_ID (a new run "
+                              "records the task it starts with)")
         cfg = _config(args)
         out = args.out or Path("basevolve-out") / cfg.run_id
         _check_out_dir(out)

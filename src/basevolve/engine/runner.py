@@ -139,17 +139,30 @@ def run_lock(store_path: str | Path, run_id: str) -> Iterator[None]:
 def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
               out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
     """Create run ``cfg.run_id`` in the store and run it to exactly C calls."""
+    from basevolve.tasks.identity import resolve_task_spec, task_identity
+
+    if resolve_task_spec(cfg.task) != cfg.task:  # a task file is stored by absolute path
+        cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task, client, settings = _prepare(cfg)
+    identity = task_identity(cfg.task, task)
     with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
-                         active_params=float(client.model_spec.active_params))
+                         active_params=float(client.model_spec.active_params),
+                         task=identity.to_dict())
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
                         out_dir=out_dir, pool=pool)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
-               out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
-    """Continue a stored run (killed, failed or interrupted) to exactly C calls."""
+               out_dir: Path | None = None, pool: Any | None = None,
+               allow_task_change: bool = False) -> dict[str, Any]:
+    """Continue a stored run (killed, failed or interrupted) to exactly C calls.
+
+    The task must be the one the run started with (:mod:`basevolve.tasks.identity`);
+    ``allow_task_change`` continues with a changed one and records the change.
+    """
+    from basevolve.tasks.identity import check_resume, task_identity
+
     if not Path(store_path).exists():
         raise StoreError(f"store {str(store_path)!r} does not exist; nothing to resume")
     with RunStore(store_path, create=False) as store:
@@ -163,5 +176,9 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         if row["status"] == "finished":
             return build_summary(store, cfg, None) | {"resumed": False}
         task, client, settings = _prepare(cfg)
+        identity = task_identity(cfg.task, task)
+        if check_resume(run_id, row.get("task_sha256"), identity,
+                        allow_change=allow_task_change):
+            store.record_task_change(run_id, identity.to_dict())
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
                         out_dir=out_dir, pool=pool) | {"resumed": True}

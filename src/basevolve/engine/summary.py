@@ -29,12 +29,16 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "FROM trajectories t WHERE t.run_id=? ORDER BY t.trajectory", (run,))
     kids = store.query("SELECT count(*) n, coalesce(sum(valid),0) v FROM programs "
                        "WHERE run_id=? AND is_initial=0", (run,))[0]
-    status = store.get_run(run)["status"]  # type: ignore[index]
+    row = store.get_run(run)
+    assert row is not None  # runs are never deleted
+    status = row["status"]
     b = best[0] if best else None
     initial = b["score"] if b is not None and b["is_initial"] else None
     traj_best = [r["best"] if r["best"] is not None else (initial or 0.0) for r in per_traj]
     return {
-        "run_id": run, "status": status, "task": cfg.task, "model": cfg.model,
+        "run_id": run, "status": status, "task": row["task"], "model": cfg.model,
+        "task_file": row.get("task_path"), "task_sha256": row.get("task_sha256"),
+        "task_changes": store.task_changes(run),
         "protocol": cfg.protocol, "budget": cfg.budget, "depth": cfg.depth,
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
         **totals,

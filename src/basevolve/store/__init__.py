@@ -25,10 +25,15 @@ a real file):
    are impossible, not merely avoided.
 7. **No rewriting.** Rows are inserted once; the only updates are state transitions
    (call ``pending -> ok|failed|lost``, run status, trajectory pull counters and the
-   per-run summary, which is derived data).
+   per-run summary, which is derived data) and an allowed task change (the run's
+   current task hash, with the change itself inserted in ``task_changes``).
+8. **Task identity.** ``runs.task`` is the task's declared name; ``runs.task_sha256``
+   (+ path/source or version) identifies the scorer the run's programs were scored with,
+   and a resume with a different task is refused unless allowed and recorded
+   (:mod:`basevolve.tasks.identity`).
 
 Tables: ``runs``, ``trajectories``, ``calls``, ``attempts``, ``programs``,
-``allocations``, ``run_summary``.  Tidy exports: :mod:`basevolve.store.export`.
+``allocations``, ``run_summary``, ``task_changes``.  Tidy exports: :mod:`basevolve.store.export`.
 """
 
 from __future__ import annotations

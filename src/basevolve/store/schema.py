@@ -125,9 +125,34 @@ def _m001_initial() -> str:
         """
 
 
+def _m002_task_identity() -> str:
+    """Version 2: the identity of the task a run is scored with (issue 12, item 1).
+
+    ``runs.task`` holds the task's declared name; ``task_kind`` is ``builtin`` or
+    ``file``; ``task_path`` the absolute path of a user task file and ``task_source``
+    its text; ``task_version`` the basevolve version for a built-in task;
+    ``task_sha256`` the identity compared on resume.  ``task_changes`` records every
+    change a resume was allowed to make (``--allow-task-change``).  Runs stored before
+    version 2 have NULL identity columns and are not checked.
+    """
+    return """
+        ALTER TABLE runs ADD COLUMN task_kind TEXT;
+        ALTER TABLE runs ADD COLUMN task_path TEXT;
+        ALTER TABLE runs ADD COLUMN task_sha256 TEXT;
+        ALTER TABLE runs ADD COLUMN task_version TEXT;
+        ALTER TABLE runs ADD COLUMN task_source TEXT;
+        CREATE TABLE task_changes (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            changed_at REAL NOT NULL,
+            old_sha256 TEXT, new_sha256 TEXT NOT NULL,
+            task_path TEXT, task_source TEXT
+        );
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
-MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial,)
+MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial, _m002_task_identity)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

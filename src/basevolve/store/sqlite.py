@@ -103,7 +103,10 @@ class RunStore:
         return self._seq[run_id]
 
     # -- runs -----------------------------------------------------------------------
-    def create_run(self, run_id: str, config: dict[str, Any], *, active_params: float | None) -> None:
+    def create_run(self, run_id: str, config: dict[str, Any], *, active_params: float | None,
+                   task: dict[str, Any] | None = None) -> None:
+        """Create the run row; ``task`` is a :class:`~basevolve.tasks.identity.TaskIdentity`
+        dict whose ``name`` becomes the ``task`` column (else the config's task spec)."""
         if self.get_run(run_id) is not None:
             raise StoreError(
                 f"run {run_id!r} already exists in {str(self.path)!r}; pick another --run-id "
@@ -112,7 +115,7 @@ class RunStore:
         now = time.time()
         cols = {
             "run_id": run_id,
-            "task": config["task"],
+            "task": task["name"] if task else config["task"],
             "model": config["model"],
             "protocol": config["protocol"],
             "allocator": config["allocator"],
@@ -128,6 +131,9 @@ class RunStore:
             "updated_at": now,
             **_versions(),
         }
+        if task:
+            cols.update({f"task_{k}": task.get(k) for k in ("kind", "path", "sha256", "version",
+                                                             "source")})
         stmts: list[tuple[str, Sequence[Any]]] = [
             (
                 f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
@@ -144,6 +150,23 @@ class RunStore:
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else dict(row)
+
+    def record_task_change(self, run_id: str, task: dict[str, Any]) -> None:
+        """Record an allowed task change (``--allow-task-change``) and adopt the new identity."""
+        row = self.get_run(run_id)
+        old = None if row is None else row.get("task_sha256")
+        self._tx([
+            ("INSERT INTO task_changes (run_id, changed_at, old_sha256, new_sha256, task_path, "
+             "task_source) VALUES (?, ?, ?, ?, ?, ?)",
+             (run_id, time.time(), old, task["sha256"], task.get("path"), task.get("source"))),
+            ("UPDATE runs SET task_sha256=?, task_source=?, updated_at=? WHERE run_id=?",
+             (task["sha256"], task.get("source"), time.time(), run_id)),
+        ])
+
+    def task_changes(self, run_id: str) -> int:
+        """How many task changes a resume of this run was allowed to make."""
+        return int(self.db.execute("SELECT count(*) FROM task_changes WHERE run_id=?",
+                                   (run_id,)).fetchone()[0])
 
     def list_runs(self) -> list[dict[str, Any]]:
         rows = self.query(
