@@ -115,13 +115,72 @@ def test_c_permutation_null_is_uniform() -> None:
 
 
 def test_optimal_depth_by_hand() -> None:
-    # log T* = (a - b)/(2c) + log(C)/2 = (0.1)/(-0.2) + 2 = 1.5; half-width sqrt(0.1/0.1) = 1
+    # log T* = (a - b)/(2c) + log(C)/2 = (0.1)/(-0.2) + 2 = 1.5 in [0, 4]: interior;
+    # half-width sqrt(0.1/0.1) = 1, plateau e^(1.5 +- 1) inside [1, e^4]
     opt = optimal_depth(-0.2, -0.3, -0.1, math.exp(4), delta=0.1)
     assert opt.log_t_star == pytest.approx(1.5)
     assert opt.t_star == pytest.approx(math.exp(1.5))
     assert opt.half_width == pytest.approx(1.0)
-    assert opt.interior
-    assert not optimal_depth(-0.2, -0.3, 0.05, 64).interior
+    assert opt.interior and opt.location == "interior"
+    assert (opt.t_low, opt.t_high) == (pytest.approx(math.exp(0.5)), pytest.approx(math.exp(2.5)))
+    # c > 0: the vertex is the *worst* T; a = -0.2 > b = -0.3 so T = 1 has the smaller gap
+    pos = optimal_depth(-0.2, -0.3, 0.05, 64)
+    assert not pos.interior and pos.location == "T=1" and pos.t_star == 1.0
+
+
+def test_optimal_depth_paper_ht_8b_is_the_t_equals_c_corner() -> None:
+    """Paper Table 2, HT / 8B: a = -0.363, b = -0.168, c = -0.012 at C = 512.
+
+    Vertex: (a - b)/(2c) + ln(512)/2 = (-0.195)/(-0.024) + 3.1192 = 8.125 + 3.1192
+    = 11.244, i.e. T ~ 7.6e4 > C: outside the slice, so the optimum is the T = C corner
+    (a < b: the gap falls by (a - b) ln C = -1.216 from T = 1 to T = C).  The old code
+    reported T* ~ 7.6e4 as "interior"."""
+    opt = optimal_depth(-0.363, -0.168, -0.012, 512, delta=0.1)
+    assert opt.vertex_log_t == pytest.approx(8.125 + math.log(512) / 2)
+    assert math.exp(opt.vertex_log_t) == pytest.approx(7.65e4, rel=0.01)
+    assert not opt.interior and opt.location == "T=C"
+    assert opt.t_star == 512 and opt.log_t_star == pytest.approx(math.log(512))
+    assert opt.half_width == pytest.approx(math.sqrt(0.1 / 0.012))
+    # plateau at the corner: g(x) = (a - b + c lnC) x - c x^2 with slope -0.2699; the
+    # gap is within 0.1 of g(lnC) = -1.2165 down to x = 5.466, T = 236 (solve 0.012 x^2
+    # - 0.26986 x + 1.11647 = 0 by hand: x = (0.26986 - sqrt(0.072824 - 0.053591)) / 0.024)
+    slope, q = -0.363 + 0.168 - 0.012 * math.log(512), 0.012  # g(x) = slope x + q x^2
+    target = slope * math.log(512) + q * math.log(512) ** 2 + 0.1
+    root = (-slope - math.sqrt(slope**2 + 4 * q * target)) / (2 * q)
+    assert opt.t_low == pytest.approx(math.exp(root))
+    assert 235 < opt.t_low < 238 and opt.t_high == 512
+
+
+@pytest.mark.parametrize(
+    "a, b, c, budget, where",
+    [
+        (-0.363, -0.168, -0.012, 512, "T=C"),  # HT 8B: vertex beyond ln C
+        (-0.1, -0.4, -0.01, 512, "T=1"),  # vertex < 0: (0.3)/(-0.02) + 3.12 = -11.9
+        (-0.208, -0.290, -0.106, 512, "interior"),  # MMD 8B: 0.387 + 3.12 = 3.51 in [0, 6.24]
+        (-0.2, -0.3, 0.0, 64, "T=1"),  # c = 0: linear along the slice, a > b
+        (-0.4, -0.2, 0.0, 64, "T=C"),  # c = 0, a < b
+        (-0.2, -0.4, 0.02, 64, "T=1"),  # c > 0: the vertex is a maximum of the gap
+        (-0.4, -0.2, 0.02, 64, "T=C"),
+    ],
+)
+def test_optimal_depth_is_the_best_t_on_the_slice(a, b, c, budget, where) -> None:
+    """Brute force on a fine grid of log T in [0, ln C]: the reported T* minimises the
+    fitted gap g(x) = (a - b + c ln C) x - c x^2 and lies in [1, C]."""
+    opt = optimal_depth(a, b, c, budget)
+    log_c = math.log(budget)
+    x = np.linspace(0.0, log_c, 200_001)
+    g = (a - b + c * log_c) * x - c * x**2
+    assert opt.location == where
+    assert 1.0 <= opt.t_star <= budget
+    assert opt.log_t_star == pytest.approx(x[np.argmin(g)], abs=1e-4)
+    inside = g <= g.min() + 0.1
+    assert opt.t_low == pytest.approx(math.exp(x[inside].min()), rel=1e-3)
+    assert opt.t_high == pytest.approx(math.exp(x[inside].max()), rel=1e-3)
+
+
+def test_optimal_depth_nan_coefficients() -> None:
+    opt = optimal_depth(float("nan"), -0.2, -0.1, 64)
+    assert math.isnan(opt.t_star) and not opt.interior and opt.location == ""
 
 
 @pytest.mark.parametrize("level", [0.0, 0.5, 0.9])

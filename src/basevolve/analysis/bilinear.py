@@ -215,37 +215,111 @@ def fit_bilinear(
     )
 
 
+#: where the fitted optimum lies on the budget slice (:class:`OptimalDepth` ``location``)
+INTERIOR, CORNER_T1, CORNER_TC = "interior", "T=1", "T=C"
+
+
 @dataclass(frozen=True)
 class OptimalDepth:
     """Appendix "Plateau Width": the fitted optimum along the budget slice ``C = T N``.
 
-    ``log_t_star = (a - b)/(2c) + log(C)/2``; it is a fitness *maximum* only when
-    ``c < 0`` (``interior``); otherwise the optimum is at a corner.  ``half_width`` =
-    ``sqrt(delta / |c|)`` in natural-log units of T, the plateau within ``delta`` of
-    the optimal log fitness gap.
+    On the slice, ``g(x) = log(1 - V) - (beta0 + b log C) = (a - b + c log C) x - c x^2``
+    with ``x = log T`` in ``[0, log C]`` (T = 1 .. C).  Its vertex
+    ``vertex_log_t = (a - b)/(2c) + log(C)/2`` is a fitness *maximum* (minimum of the
+    gap) only when ``c < 0``, and it is the answer only when it lies inside
+    ``[0, log C]``: then ``location = "interior"``.  Otherwise the best T on the slice is
+    a corner (``"T=1"`` or ``"T=C"``), and since ``g(log C) - g(0) = (a - b) log C`` the
+    corner is T = C when ``a < b`` and T = 1 when ``a > b`` (a tie, ``a == b``, reports
+    T = C, the all-depth corner of the paper's ``c ~ 0`` limit).  ``t_star`` is always in
+    ``[1, C]``; the unclipped vertex stays available as ``vertex_log_t`` (NaN when c = 0).
+
+    ``half_width = sqrt(delta / |c|)`` (Eq. 7) in natural-log units of T.  ``t_low`` /
+    ``t_high`` bound the plateau exactly: the connected set of T in [1, C] around
+    ``t_star`` whose gap is within ``delta`` of the optimum's (for an interior optimum this
+    is ``t_star * exp(+-half_width)`` clipped to [1, C]; at a corner it is the
+    quadratic's own sub-level set, which Eq. 7 does not cover).
     """
 
     t_star: float
     log_t_star: float
     interior: bool
     half_width: float
+    location: str = INTERIOR
+    vertex_log_t: float = float("nan")
+    t_low: float = float("nan")
+    t_high: float = float("nan")
+
+
+def _nan_depth() -> OptimalDepth:
+    nan = float("nan")
+    return OptimalDepth(nan, nan, False, nan, "", nan, nan, nan)
+
+
+def plateau_log_interval(
+    slope: float, c: float, log_c: float, x_star: float, delta: float
+) -> tuple[float, float]:
+    """The connected set of ``x`` in ``[0, log_c]`` around ``x_star`` where
+    ``g(x) <= g(x_star) + delta`` for ``g(x) = slope x - c x^2`` (see :class:`OptimalDepth`).
+
+    ``g - g(x_star) - delta`` changes sign only at its (at most two) roots and is
+    ``-delta < 0`` at ``x_star``, so the answer is bounded by the nearest root on each
+    side (or the ends of the slice).
+    """
+    target = slope * x_star - c * x_star**2 + delta
+    # -c x^2 + slope x - target = 0
+    if c == 0:
+        roots = [target / slope] if slope != 0 else []
+    else:
+        disc = slope**2 - 4.0 * c * target
+        if disc < 0:
+            roots = []
+        else:
+            sq = float(np.sqrt(disc))
+            roots = [(slope - sq) / (2.0 * c), (slope + sq) / (2.0 * c)]
+    lo = max([r for r in roots if r < x_star] + [0.0])
+    hi = min([r for r in roots if r > x_star] + [log_c])
+    return max(lo, 0.0), min(hi, log_c)
 
 
 def optimal_depth(a: float, b: float, c: float, budget: float, delta: float = 0.1) -> OptimalDepth:
-    """Fitted T*(C) and plateau half-width (Appendix "Plateau Width", Eq. 7)."""
+    """Fitted T*(C) on ``[1, C]`` and its plateau (Appendix "Plateau Width", Eq. 7).
+
+    Interior only if ``c < 0`` and ``0 <= (a - b)/(2c) + log(C)/2 <= log C``; otherwise
+    the corner with the smaller fitted gap (see :class:`OptimalDepth`).
+    """
     if budget < 1 or delta <= 0:
         raise ValueError(f"budget must be >= 1 and delta > 0, got {budget}, {delta}")
-    if not np.isfinite(c) or c == 0:
-        return OptimalDepth(
-            float("nan"), float("nan"), False, float("inf") if c == 0 else float("nan")
-        )
-    log_t = (a - b) / (2 * c) + 0.5 * np.log(budget)
+    if not all(np.isfinite(v) for v in (a, b, c)):
+        return _nan_depth()
+    log_c = float(np.log(budget))
+    vertex = (a - b) / (2 * c) + 0.5 * log_c if c != 0 else float("nan")
+    if c < 0 and 0.0 <= vertex <= log_c:
+        location, x_star = INTERIOR, float(vertex)
+    elif a < b or a == b:
+        location, x_star = CORNER_TC, log_c
+    else:
+        location, x_star = CORNER_T1, 0.0
+    lo, hi = plateau_log_interval(a - b + c * log_c, c, log_c, x_star, delta)
+
+    def t_of(x: float) -> float:  # the slice's ends exactly (no exp(log C) round-off)
+        return 1.0 if x == 0.0 else float(budget) if x == log_c else float(np.exp(x))
+
     return OptimalDepth(
-        float(np.exp(log_t)), float(log_t), bool(c < 0), float(np.sqrt(delta / abs(c)))
+        t_star=t_of(x_star),
+        log_t_star=x_star,
+        interior=location == INTERIOR,
+        half_width=float(np.sqrt(delta / abs(c))) if c != 0 else float("inf"),
+        location=location,
+        vertex_log_t=float(vertex),
+        t_low=t_of(lo),
+        t_high=t_of(hi),
     )
 
 
 __all__ = [
+    "CORNER_T1",
+    "CORNER_TC",
+    "INTERIOR",
     "PERMUTATION_SHUFFLES",
     "SPECIFICATIONS",
     "BilinearFit",
@@ -254,5 +328,6 @@ __all__ = [
     "fit_bilinear",
     "fit_ols",
     "optimal_depth",
+    "plateau_log_interval",
     "sub_ceiling_cells",
 ]

@@ -136,7 +136,10 @@ def _bilinear_and_depth(
                     "v_max": e["v_max"],
                     "t_star_fit": opt.t_star if opt else float("nan"),
                     "interior": bool(opt.interior) if opt else False,
+                    "location": opt.location if opt else "",
                     "half_width": opt.half_width if opt else float("nan"),
+                    "t_low": opt.t_low if opt else float("nan"),
+                    "t_high": opt.t_high if opt else float("nan"),
                 }
             )
     return (
@@ -151,7 +154,10 @@ def _bilinear_and_depth(
                 "v_max",
                 "t_star_fit",
                 "interior",
+                "location",
                 "half_width",
+                "t_low",
+                "t_high",
             ],
         ),
     )

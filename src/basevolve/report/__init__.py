@@ -105,7 +105,8 @@ TABLES: tuple[TableSpec, ...] = (
     ),
     _of_result(
         "optimal_depth",
-        "Compute-optimal depth: empirical T*(C), fitted T*(C) and plateau half-width (log T units)",
+        "Compute-optimal depth: empirical T*(C), fitted T*(C) on [1, C] (interior or a corner) "
+        "and plateau half-width (log T units)",
         lambda df: tab.frame_grid(
             df,
             BUDGET_KEYS,
@@ -113,7 +114,7 @@ TABLES: tuple[TableSpec, ...] = (
                 "t_star_emp": _num_fmt(0),
                 "v_max": _num_fmt(),
                 "t_star_fit": _num_fmt(2),
-                "interior": tab._num,
+                "location": str,
                 "half_width": _num_fmt(3),
             },
         ),
