@@ -94,3 +94,62 @@ def test_thresholds_from_ragged_trajectories_by_hand() -> None:
     assert thr.loc[0.5, "step"] == 2 and thr.loc[0.5, "calls"] == pytest.approx(1.5)
     assert thr.loc[0.5, "flops"] == pytest.approx((1.0 + 4.0) / 2)
     assert not thr.loc[0.95, "reached"]
+
+
+def test_table3_generation_next_to_call_index_by_hand() -> None:
+    """Issue 9, 5c: greedy T=2 x N=2 runs reach 0.5 at call 3, which is generation 2;
+    Table 3 shows "Gen." 2 next to "Call" 3 (the paper's column is the generation)."""
+    import pandas as pd
+
+    from basevolve.report.tables import thresholds_grid
+
+    runs = pd.DataFrame(
+        {
+            "run_id": [1, 2],
+            "task": "t",
+            "model": "m",
+            "protocol": "greedy",
+            "allocator": "single",
+            "arms": 1,
+            "budget": 4,
+            "depth": 2,
+            "breadth": 2,
+            "seed": [0, 1],
+            "fitness": [0.6, 0.6],
+            "flops": [4.0, 4.0],
+        }
+    )
+    traj = pd.DataFrame(
+        {
+            "run_id": [1] * 4 + [2] * 4,
+            "step": [1, 2, 3, 4] * 2,
+            "calls": [1, 2, 3, 4] * 2,
+            "generation": [1, 1, 2, 2] * 2,
+            "best_fitness": [0.1, 0.2, 0.6, 0.6] * 2,
+            "cumulative_flops": [1.0, 2.0, 3.0, 4.0] * 2,
+        }
+    )
+    res = analyze(
+        load_tables(input=runs, trajectories=traj),
+        AnalysisConfig(resamples=50, shuffles=10, gate_shuffles=10, thresholds=(0.5, 0.9)),
+    )
+    thr = res["thresholds"].set_index("tau")
+    assert (thr.loc[0.5, "step"], thr.loc[0.5, "generation"]) == (3, 2.0)
+    assert thr.loc[0.5, "flops"] == 3.0 and pd.isna(thr.loc[0.9, "generation"])
+    grid, bold = thresholds_grid(res["thresholds"])
+    row = grid.loc["m / t / C=4 / τ=0.5"]
+    assert (row["greedy T=2: Gen."], row["greedy T=2: Call"], row["greedy T=2: FLOPs"]) == (
+        "2",
+        "3",
+        "3.0000",
+    )
+    assert grid.loc["m / t / C=4 / τ=0.9", "greedy T=2: Gen."] == "---"
+    assert bold.loc["m / t / C=4 / τ=0.5"].all()  # the only method is the minimum
+    # a log without a generation column: Gen. says so instead of passing the call off as one
+    res2 = analyze(
+        load_tables(input=runs, trajectories=traj.drop(columns="generation")),
+        AnalysisConfig(resamples=50, shuffles=10, gate_shuffles=10, thresholds=(0.5,)),
+    )
+    grid2, _ = thresholds_grid(res2["thresholds"])
+    assert grid2.iloc[0]["greedy T=2: Gen."] == "n/a"
+    assert grid2.iloc[0]["greedy T=2: Call"] == "3"

@@ -184,6 +184,7 @@ THRESHOLD_COLUMNS = [
     "tau",
     "reached",
     "step",
+    "generation",
     "calls",
     "flops",
     "n",
@@ -213,11 +214,16 @@ def _thresholds(runs: pd.DataFrame, traj: pd.DataFrame | None, cfg: AnalysisConf
     joined = traj.merge(runs[["run_id", *keys]], on="run_id", how="inner")
     run_ids = joined["run_id"].to_numpy()
     step = joined["step"].to_numpy()
-    cols = [joined[c].to_numpy(float) for c in ("best_fitness", "calls", "cumulative_flops")]
+    if "generation" not in joined:
+        joined["generation"] = np.nan
+    cols = [
+        joined[c].to_numpy(float)
+        for c in ("best_fitness", "calls", "cumulative_flops", "generation")
+    ]
     rows = []
     for key, pos in sorted(joined.groupby(keys, sort=True).indices.items()):
         task, model, budget, method = key
-        steps, (best, calls, flops) = _wide(run_ids[pos], step[pos], [c[pos] for c in cols])
+        steps, (best, calls, flops, gens) = _wide(run_ids[pos], step[pos], [c[pos] for c in cols])
         hits = time_to_threshold(
             best,
             steps,
@@ -227,6 +233,7 @@ def _thresholds(runs: pd.DataFrame, traj: pd.DataFrame | None, cfg: AnalysisConf
             cfg.level,
             calls=calls,
             flops=flops,
+            generations=gens,
         )
         for h in hits:
             rows.append(
@@ -238,6 +245,7 @@ def _thresholds(runs: pd.DataFrame, traj: pd.DataFrame | None, cfg: AnalysisConf
                     "tau": h.tau,
                     "reached": h.step is not None,
                     "step": h.step,
+                    "generation": h.generation,
                     "calls": h.calls,
                     "flops": h.flops,
                     "n": best.shape[0],

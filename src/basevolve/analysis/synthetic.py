@@ -166,6 +166,8 @@ def synthetic_study(
                 "run_id": np.repeat(runs["run_id"].to_numpy(), lengths),
                 "step": steps,
                 "calls": steps,
+                # greedy T x N: generation ceil(step / N) (Table 3's "Gen.")
+                "generation": -(-steps // np.repeat(runs["breadth"].to_numpy(), lengths)),
                 "best_fitness": np.concatenate([p[1] for p in parts]),
                 "cumulative_flops": np.concatenate([p[2] for p in parts]),
             }

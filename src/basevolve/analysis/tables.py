@@ -25,7 +25,10 @@ params      any      optional; free-form (JSON text) allocator/protocol paramete
 
 **Trajectory table** (optional, long format): ``run_id, step, calls, best_fitness,
 cumulative_flops`` -- the running best after each completed call (``step`` = call
-index 1..C in a basevolve store; any increasing index works).
+index 1..C in a basevolve store; any increasing index works) -- and optionally
+``generation``, the run's generation index at that step (Table 3's "Gen."; a basevolve
+store writes it; without it Table 3 shows the call index only).  ``cumulative_flops``
+counts every call up to the step, failed ones included (Appendix "Effective FLOPs").
 
 **Children table** (optional): ``run_id, step, fitness`` -- every child's score; used
 only for the T = 1 child-fitness histogram (Appendix "Distribution").
@@ -59,6 +62,8 @@ TRAJECTORY_COLUMNS: tuple[str, ...] = (
     "best_fitness",
     "cumulative_flops",
 )
+#: optional trajectory column: the run's generation index at each step (Table 3 "Gen.")
+GENERATION_COLUMN = "generation"
 CHILDREN_COLUMNS: tuple[str, ...] = ("run_id", "step", "fitness")
 #: allocator values that mean "no bandit": one trajectory gets every call.
 FINISHED = "finished"  # the store's status of a run that spent its whole budget
@@ -182,14 +187,22 @@ def _validate_long(
 
 
 def validate_trajectories(df: pd.DataFrame) -> pd.DataFrame:
-    """Check a trajectory table (see the module docstring); sorted by run and step."""
+    """Check a trajectory table (see the module docstring); sorted by run and step.
+
+    The optional ``generation`` column is kept (as float: NaN = unknown); when it is
+    absent it is added as NaN so every consumer sees the same columns.
+    """
+    has_gen = GENERATION_COLUMN in df.columns
+    columns = (*TRAJECTORY_COLUMNS, GENERATION_COLUMN) if has_gen else TRAJECTORY_COLUMNS
     out = _validate_long(
         df,
-        TRAJECTORY_COLUMNS,
+        columns,
         "trajectory table",
-        floats=("best_fitness", "cumulative_flops"),
-        nan_ok=("cumulative_flops",),
+        floats=("best_fitness", "cumulative_flops", GENERATION_COLUMN),
+        nan_ok=("cumulative_flops", GENERATION_COLUMN),
     )
+    if not has_gen:
+        out[GENERATION_COLUMN] = np.nan
     return out.sort_values(["run_id", "step"], kind="stable").reset_index(drop=True)
 
 
@@ -298,6 +311,7 @@ def load_tables(
 
 __all__ = [
     "CHILDREN_COLUMNS",
+    "GENERATION_COLUMN",
     "RUN_COLUMNS",
     "TRAJECTORY_COLUMNS",
     "Tables",

@@ -6,8 +6,9 @@ first recorded step).  Bootstrap samples resample runs with replacement and aver
 them, giving the mean running-best curve of each sample, ``(reps, n_steps)``.  The
 time to threshold ``tau`` is the earliest step at which at least ``level`` (90%) of
 the bootstrap samples have mean running-best ``>= tau``; it is reported as the step
-(generation/call index), the mean calls and the mean cumulative FLOPs of the runs at
-that step.  ``None`` ("never", "---" in the paper) when no step qualifies.
+(call index in a basevolve store), the mean generation index ("Gen.", as the paper's
+Table 3), the mean calls and the mean cumulative FLOPs (every attempt, failed calls
+included) of the runs at that step.  ``None`` ("never", "---" in the paper) when no step qualifies.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class ThresholdHit:
     step: int | None
     calls: float | None
     flops: float | None
+    generation: float | None = None
 
 
 def reach_fraction(
@@ -103,12 +105,13 @@ def time_to_threshold(
     level: float = 0.9,
     calls: np.ndarray | None = None,
     flops: np.ndarray | None = None,
+    generations: np.ndarray | None = None,
 ) -> list[ThresholdHit]:
     """Earliest step where >= ``level`` of bootstrap mean curves reach each tau.
 
     ``steps``: ``(n_steps,)`` increasing step indices of ``best``'s columns;
-    ``calls``/``flops``: optional ``(n_runs, n_steps)`` matrices averaged over runs
-    (ignoring NaN) at the hitting step.
+    ``calls``/``flops``/``generations``: optional ``(n_runs, n_steps)`` matrices averaged
+    over runs (ignoring NaN) at the hitting step.
     """
     s = np.asarray(steps)
     if s.ndim != 1 or s.size != np.shape(best)[1]:
@@ -120,7 +123,7 @@ def time_to_threshold(
     for tau in taus:
         ok = np.flatnonzero(curve >= tau)
         if ok.size == 0:
-            out.append(ThresholdHit(float(tau), None, None, None))
+            out.append(ThresholdHit(float(tau), None, None, None, None))
             continue
         j = int(ok[0])
 
@@ -130,7 +133,7 @@ def time_to_threshold(
             col = np.asarray(m, dtype=float)[:, j]
             return float(np.nanmean(col)) if np.isfinite(col).any() else None
 
-        out.append(ThresholdHit(float(tau), int(s[j]), at(calls), at(flops)))
+        out.append(ThresholdHit(float(tau), int(s[j]), at(calls), at(flops), at(generations)))
     return out
 
 

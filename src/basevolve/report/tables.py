@@ -106,9 +106,12 @@ def gate_grid(gate: pd.DataFrame) -> Grid:
 
 
 def thresholds_grid(thr: pd.DataFrame, budget: int | None = None) -> Grid:
-    """Table 3: rows (model, task, C, tau), columns ``method: step`` and ``method: FLOPs``.
+    """Table 3: rows (model, task, C, tau), per method ``Gen.``, ``Call`` and ``FLOPs``.
 
-    Like the paper (C = 512) only one budget is shown: ``budget`` or the largest.
+    ``Gen.`` is the generation index at the hitting step (the paper's column; "n/a" when
+    the input has no generation index), ``Call`` the call index next to it.  Like the
+    paper, the minimum generation (the call index when there is none) and the minimum
+    FLOPs of each row are bold, and only one budget is shown: ``budget`` or the largest.
     """
     if thr.empty:
         return pd.DataFrame(), pd.DataFrame()
@@ -122,25 +125,37 @@ def thresholds_grid(thr: pd.DataFrame, budget: int | None = None) -> Grid:
         + " / τ="
         + t["tau"].map("{:g}".format)
     )
-    t["gen"] = [_num(s, 0) if r else "---" for s, r in zip(t["step"], t["reached"], strict=True)]
-    t["fl"] = [_num(f) if r else "---" for f, r in zip(t["flops"], t["reached"], strict=True)]
+    gen_col = t["generation"] if "generation" in t else pd.Series(float("nan"), index=t.index)
+    gens = pd.to_numeric(gen_col, errors="coerce")
     steps = pd.to_numeric(t["step"], errors="coerce")
-    t["bold"] = steps == steps.groupby(t["row"]).transform("min")
+    flops = pd.to_numeric(t["flops"], errors="coerce")
+    reached = t["reached"].astype(bool)
+    t["gen"] = [
+        ("n/a" if pd.isna(g) else _num(g, 0)) if r else "---"
+        for g, r in zip(gens, reached, strict=True)
+    ]
+    t["call"] = [_num(s, 0) if r else "---" for s, r in zip(steps, reached, strict=True)]
+    t["fl"] = [_num(f) if r else "---" for f, r in zip(flops, reached, strict=True)]
+    order = gens.where(gens.notna(), steps)
+    t["bold_gen"] = order == order.groupby(t["row"]).transform("min")
+    t["bold_fl"] = flops == flops.groupby(t["row"]).transform("min")
     rows = list(dict.fromkeys(t["row"]))
     methods = list(dict.fromkeys(t["method"]))
-    gen = t.pivot(index="row", columns="method", values="gen").reindex(index=rows, columns=methods)
-    fl = t.pivot(index="row", columns="method", values="fl").reindex(index=rows, columns=methods)
-    bold = t.pivot(index="row", columns="method", values="bold").reindex(
-        index=rows, columns=methods
-    )
-    grid = pd.concat({"Gen.": gen, "FLOPs": fl}, axis=1).swaplevel(axis=1)[methods].fillna("---")
-    grid.columns = [f"{m}: {k}" for m, k in grid.columns]
-    mask = (
-        pd.concat({"Gen.": bold, "FLOPs": bold}, axis=1)
+
+    def wide(col: str) -> pd.DataFrame:
+        return t.pivot(index="row", columns="method", values=col).reindex(
+            index=rows, columns=methods
+        )
+
+    kinds = ("Gen.", "Call", "FLOPs")
+    grid = (
+        pd.concat(dict(zip(kinds, (wide("gen"), wide("call"), wide("fl")), strict=True)), axis=1)
         .swaplevel(axis=1)[methods]
-        .fillna(False)
-        .astype(bool)
+        .fillna("---")
     )
+    grid.columns = [f"{m}: {k}" for m, k in grid.columns]
+    bold = dict(zip(kinds, (wide("bold_gen"), wide("bold_gen"), wide("bold_fl")), strict=True))
+    mask = pd.concat(bold, axis=1).swaplevel(axis=1)[methods].fillna(False).astype(bool)
     mask.columns = grid.columns
     return grid, mask
 

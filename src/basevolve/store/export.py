@@ -21,7 +21,7 @@ from basevolve.store.sqlite import RunStore
 
 RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "budget",
                 "depth", "breadth", "seed", "fitness", "flops", "params"]
-TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "best_fitness", "cumulative_flops"]
+TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "cumulative_flops"]
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
 RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories")
 
@@ -48,23 +48,52 @@ def runs_table(store_path: str | Path) -> pd.DataFrame:
 
 
 def trajectories_table(store_path: str | Path) -> pd.DataFrame:
-    """Running best after each charged call: ``run_id, step, calls, best_fitness,
-    cumulative_flops``; step = 1..C in the order the engine told the results."""
+    """Running best after each charged call: ``run_id, step, calls, generation,
+    best_fitness, cumulative_flops``; step = 1..C in the order the engine told the results.
+
+    ``cumulative_flops`` sums *every* call up to that step, including calls that failed
+    outright and were not charged to C (paper, Appendix "Effective FLOPs": FLOPs are
+    summed over all attempts), so the last row equals the run's ``flops`` in
+    :func:`runs_table`.  An uncharged call's FLOPs enter at its re-issue's ask (the
+    engine knew it had failed by then; ``calls.seq`` and ``programs.seq`` share one
+    per-run counter), or at the last step when it was never re-issued.
+
+    ``generation`` is the run's generation index at that step (Table 3's "Gen."): the
+    number of distinct (trajectory, generation) pairs among the charged calls so far --
+    ``ceil(step / N)`` for greedy T x N, the number of pulls for BaSE with one generation
+    per pull (with N = 1 it equals the call index).
+    """
     calls = _read(store_path, """
-        SELECT c.run_id, c.flops, coalesce(p.score, 0.0) AS score,
-               coalesce(p.seq, c.seq) AS ord
+        SELECT c.run_id, c.counted, c.flops, c.trajectory, c.generation,
+               coalesce(p.score, 0.0) AS score,
+               CASE WHEN c.counted = 1 THEN coalesce(p.seq, c.seq)
+                    ELSE (SELECT r.seq FROM calls r WHERE r.reissue_of = c.call_id) END AS ord
         FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
-        WHERE c.counted = 1 ORDER BY c.run_id, ord""")
+        ORDER BY c.run_id""")
     init = _read(store_path, "SELECT run_id, score FROM programs WHERE is_initial = 1")
     start = dict(zip(init["run_id"], init["score"], strict=True))
     parts = []
     for run_id, g in calls.groupby("run_id", sort=False):
-        n = len(g)
-        best = np.maximum.accumulate(np.maximum(g["score"].to_numpy(float), start.get(run_id, 0.0)))
+        # never re-issued uncharged calls go last (NaN ord sorts after every number)
+        g = g.sort_values("ord", kind="stable", na_position="last")
+        counted = g["counted"].to_numpy(int) == 1
+        if not counted.any():
+            continue
+        flops = np.cumsum(g["flops"].fillna(0.0).to_numpy(float))
+        cum = flops[counted]
+        cum[-1] = flops[-1]  # trailing uncharged calls belong to the last step
+        c = g[counted]
+        n = len(c)
+        best = np.maximum.accumulate(np.maximum(c["score"].to_numpy(float), start.get(run_id, 0.0)))
+        pairs = list(zip(c["trajectory"], c["generation"], strict=True))
+        seen: set[tuple[int, int]] = set()
+        gen = np.empty(n, dtype=np.int64)
+        for i, pair in enumerate(pairs):
+            seen.add(pair)
+            gen[i] = len(seen)
         parts.append(pd.DataFrame({
             "run_id": run_id, "step": np.arange(1, n + 1), "calls": np.arange(1, n + 1),
-            "best_fitness": best,
-            "cumulative_flops": np.cumsum(g["flops"].fillna(0.0).to_numpy(float)),
+            "generation": gen, "best_fitness": best, "cumulative_flops": cum,
         }))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TRAJECTORY_COLUMNS)
 
