@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from basevolve.analysis.replay import check_replayable, logged_lengths, replay, replay_once
+from basevolve.allocators import ALLOCATORS
+from basevolve.analysis.replay import (
+    check_replayable,
+    logged_lengths,
+    replay,
+    replay_once,
+    replay_with,
+)
 from basevolve.errors import ConfigError
 from basevolve.testing.replies import seeded_packing_reply as _seeded_reply
 
@@ -74,8 +81,28 @@ def test_replay_is_seeded_paired_and_finds_the_good_run():
 @pytest.mark.parametrize("name", ["random", "round_robin", "ucb", "exp3p", "thompson"])
 def test_every_allocator_replays_with_improvement_rewards(name):
     res = replay(staircase(), name, arms=3, budget=30, repeats=4, seed=1,
-                 reward_mode="improvement")
+                 reward_mode="improvement", initial=np.zeros(6))
     assert res.finals.shape == (4,) and np.all((res.finals > 0) & (res.finals <= 0.95))
+
+
+def test_improvement_rewards_start_from_the_initial_program_by_hand():
+    """Issue 9, 5d: online, a trajectory's first pull earns best - initial; the replay
+    used to give it 0 because the logged table starts after the first call."""
+    s = np.array([[0.5, 0.5, 0.7], [0.2, 0.6, 0.6]])
+    alloc = ALLOCATORS.get("round_robin")(n_arms=2, rng=np.random.default_rng(0), horizon=3,
+                                          reward_mode="improvement")
+    curve, taken = replay_with(alloc, s, [0, 1], 5, initial=[0.1, 0.1])
+    told = [(e.arm, e.reward) for e in alloc.events if e.kind == "tell"]
+    # assign 0 (0.1 -> 0.5), assign 1 (0.1 -> 0.2), then round robin 0, 1, 0
+    assert told == [(0, pytest.approx(0.4)), (1, pytest.approx(0.1)), (0, 0.0),
+                    (1, pytest.approx(0.4)), (0, pytest.approx(0.2))]
+    assert curve.tolist() == [0.5, 0.5, 0.5, 0.6, 0.7] and taken.tolist() == [3, 2]
+    # best-mode rewards are the running best, initial or not
+    alloc = ALLOCATORS.get("round_robin")(n_arms=2, rng=np.random.default_rng(0), horizon=3)
+    replay_with(alloc, s, [0, 1], 5)
+    assert [e.reward for e in alloc.events if e.kind == "tell"] == [0.5, 0.2, 0.5, 0.6, 0.7]
+    with pytest.raises(ConfigError, match="initial scores"):
+        replay(s, "ucb", arms=2, budget=4, repeats=1, reward_mode="improvement")
 
 
 def test_unknown_allocator_and_bad_repeats():
@@ -86,17 +113,19 @@ def test_unknown_allocator_and_bad_repeats():
 
 
 # ------------------------------------------------------------------ store + CLI
-def logged_store(path, n_runs=5, steps=12, task="circle_packing", model="m"):
+def logged_store(path, n_runs=5, steps=12, task="circle_packing", model="m", breadth=1,
+                 prefix="run"):
     """A real SQLite store holding greedy N=1 runs written through the RunStore API."""
     from basevolve.store.sqlite import RunStore
 
     s = staircase(n_runs, steps, good=1, seed=4)
     with RunStore(path) as store:
         for i in range(n_runs):
-            rid = f"run{i}"
+            rid = f"{prefix}{i}"
             store.create_run(rid, {"task": task, "model": model, "protocol": "greedy",
                                    "allocator": "single", "arms": 1, "budget": steps,
-                                   "depth": steps, "breadth": 1, "seed": i}, active_params=1e9)
+                                   "depth": steps // breadth, "breadth": breadth, "seed": i},
+                             active_params=1e9)
             store.insert_program(rid, code="init", score=0.0, valid=True, generation=0,
                                  is_initial=1)
             for j in range(steps):
@@ -127,7 +156,7 @@ def test_cli_replay_side_by_side_json(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs_available"] == 5 and out["model"] == "m"
-    assert set(out["allocators"]) == {"random", "round_robin", "ucb", "exp3p", "thompson"}
+    assert set(out["allocators"]) == set(ALLOCATORS.names()) - {"single"}
     for s in out["allocators"].values():
         assert len(s["curve"]) == 20
         assert s["ci_low"] <= s["mean"] <= s["ci_high"] <= scores.max() + 1e-12
@@ -162,6 +191,27 @@ def test_cli_replay_refusals(tmp_path, capsys, argv, msg):
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_cli_replay_refuses_n_greater_than_one_logs(tmp_path, capsys):
+    """Issue 9, 5d: logs with breadth N > 1 are refused (not replayed per generation)."""
+    import json
+
+    db = tmp_path / "wide.db"
+    logged_store(db, n_runs=4, breadth=4, prefix="wide")
+    assert cli("replay", "--store", db, "--task", "circle_packing", "--arms", 2,
+               "--budget", 6) == 2
+    err = capsys.readouterr().err
+    assert "only runs with breadth N > 1" in err and err.count("\n") == 1
+    # next to N = 1 runs they are left out, and the output says how many
+    logged_store(db, n_runs=3, prefix="narrow")
+    assert cli("replay", "--store", db, "--task", "circle_packing", "--arms", 2,
+               "--budget", 6, "--repeats", 2, "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs_available"] == 3 and out["runs_left_out"] == 4
+    assert cli("replay", "--store", db, "--task", "circle_packing", "--arms", 2,
+               "--budget", 6, "--repeats", 2) == 0
+    assert "4 runs with N > 1 left out" in capsys.readouterr().out
+
+
 def test_cli_replay_on_empty_or_missing_store(tmp_path, capsys):
     from basevolve.store.sqlite import RunStore
 
@@ -191,15 +241,18 @@ def test_replay_on_a_store_written_by_real_runs(tmp_path, capsys):
                        "--max-in-flight", 1) == 0
         assert len(srv.requests) == 24
     capsys.readouterr()
-    run_ids, scores, model = load_scores(db, "circle_packing")
+    logged = load_scores(db, "circle_packing")
+    run_ids, scores, model = logged.run_ids, logged.scores, logged.model
     assert sorted(run_ids) == ["g0", "g1", "g2"] and model == "test-model"
+    assert logged.left_out == 0 and logged.initial.shape == (3,)
+    assert np.all(scores[:, 0] >= logged.initial)  # the running best includes the start
     assert scores.shape == (3, 8) and np.all(np.diff(scores, axis=1) >= 0)
     assert cli("replay", "--store", db, "--task", "circle_packing", "--allocator", "ucb,round_robin",
                "--arms", 2, "--budget", 12, "--repeats", 6, "--json") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs_available"] == 3
     for name in ("ucb", "round_robin"):
-        core = replay(scores, name, arms=2, budget=12, repeats=6, seed=0)
+        core = replay(scores, name, arms=2, budget=12, repeats=6, seed=0, initial=logged.initial)
         assert out["allocators"][name]["mean"] == pytest.approx(core.finals.mean())
         assert out["allocators"][name]["curve"] == pytest.approx(core.curves.mean(axis=0).tolist())
     # two arms of 8 logged steps cannot absorb 17 calls

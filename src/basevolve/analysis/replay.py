@@ -1,10 +1,20 @@
-"""Offline (post-hoc) BaSE replay over logged single-trajectory runs.
+"""Offline (post-hoc) BaSE replay over logged single-trajectory greedy N = 1 runs.
 
-What BaSE (paper, Section 5, Algorithm 2) would have reached, estimated without any LLM
-call: K logged single-trajectory runs of the same task and model (e.g. greedy N = 1)
-become the K arms; pulling an arm reveals that run's next logged step, i.e. its running
-best fitness after one more call.  This is the paper's post-hoc bandit analysis (the
-BaSE tables compare allocators over the same logged trajectories).
+The paper ran BaSE end to end: Algorithm 2 online, every pull a real LLM call
+(Section 5); its BaSE numbers are not a post-hoc replay.  This module is an offline
+*estimate* of what BaSE would reach, without any LLM call: K logged single-trajectory
+greedy runs of the same task and model become the K arms, and pulling an arm reveals
+that run's next logged step, i.e. its running best fitness after one more call.
+
+Why this is a fair stand-in for greedy N = 1 (and only for it): with N = 1 every call is
+one generation whose parent is the trajectory's best so far, so a trajectory's state
+after n pulls does not depend on when the bandit made them, and a logged run is a sample
+of exactly that trajectory.  Logs with N > 1 are **refused**, not replayed per
+generation: a step of an N > 1 log is one child of a generation whose parent was frozen
+N calls earlier, which no online N = 1 pull produces, and the per-generation analogue
+(``--pull generation``, N calls per pull) spends the budget in blocks of N, a different
+bandit.  :func:`load_scores` uses the N = 1 runs of a store and reports how many N > 1
+runs it left out; it refuses when none is N = 1.
 
 Per repeat r (R repeats, paired across allocators by common random numbers):
 
@@ -14,8 +24,10 @@ Per repeat r (R repeats, paired across allocators by common random numbers):
    then C - K calls are chosen by the allocator (``ask``/``tell``) with the repeat's
    allocator rng, sequentially (one pull in flight, the sequential algorithm);
 3. the reward of a pull is the arm's running best after it (``reward_mode="best"``) or
-   its gain over the previous pull (``"improvement"``; the first pull gains 0 because
-   the logged table starts after the first call).
+   its gain over the arm's best before it (``"improvement"``), exactly as online
+   (:func:`~basevolve.allocators.pull_reward`): the first pull of an arm gains its best
+   after one call minus the *initial program's* score, so improvement replays need the
+   runs' initial scores (``initial``; a store provides them).
 
 Exhausted arms: a logged run of length L can be pulled at most L times; once pulled L
 times the arm is no longer *eligible* (the allocator's eligible mask), i.e. per-arm
@@ -36,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from basevolve.allocators import ALLOCATORS, pull_reward
+from basevolve.allocators import ALLOCATORS, Allocator
 from basevolve.analysis.stats import describe
 from basevolve.errors import ConfigError, StoreError
 
@@ -93,26 +105,63 @@ def check_replayable(scores: np.ndarray, arms: int, budget: int) -> None:
                           "longer runs")
 
 
+def initial_scores(initial: np.ndarray | Sequence[float] | None, n_runs: int,
+                   reward_mode: str) -> np.ndarray:
+    """The runs' initial-program scores as an ``(n_runs,)`` array (-inf = unknown).
+
+    ``"improvement"`` rewards need them (the first pull gains best - initial, as
+    online); ``"best"`` rewards do not, so None is allowed there.
+    """
+    if initial is None:
+        if reward_mode == "improvement":
+            raise ConfigError("improvement rewards need the logged runs' initial scores (the "
+                              "first pull's reward is best - initial, as online); pass "
+                              "initial=..., or replay from a store, which records them")
+        return np.full(n_runs, -np.inf)
+    init = np.asarray(initial, dtype=float)
+    if init.shape != (n_runs,) or not np.isfinite(init).all():
+        raise ConfigError(f"initial must hold one finite score per logged run ({n_runs}), "
+                          f"got shape {init.shape}")
+    return init
+
+
 def replay_once(scores: np.ndarray, pool: Sequence[int], allocator: str, budget: int,
                 rng: np.random.Generator, params: Mapping[str, Any] | None = None,
-                reward_mode: str = "best") -> tuple[np.ndarray, np.ndarray]:
-    """One replayed BaSE run on the arms ``pool`` (row indices); returns (curve (C,), pulls (K,))."""
+                reward_mode: str = "best",
+                initial: np.ndarray | Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One replayed BaSE run on the arms ``pool`` (row indices); returns (curve (C,), pulls (K,)).
+
+    ``initial``: ``(n_runs,)`` initial-program scores of the rows of ``scores`` (needed
+    for ``reward_mode="improvement"``, see the module docstring).
+    """
+    k = int(np.asarray(pool).size)
+    alloc = ALLOCATORS.get(allocator)(n_arms=k, rng=rng, horizon=budget - k,
+                                      reward_mode=reward_mode, **dict(params or {}))
+    return replay_with(alloc, scores, pool, budget, initial)
+
+
+def replay_with(alloc: Allocator, scores: np.ndarray, pool: Sequence[int], budget: int,
+                initial: np.ndarray | Sequence[float] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`replay_once` with a ready allocator (its ``reward_mode`` decides the
+    rewards); afterwards ``alloc.events`` holds every decision and reward."""
     s = _matrix(scores)
     pool = np.asarray(pool, dtype=int)
     k = pool.size
+    if alloc.n_arms != k:
+        raise ConfigError(f"the allocator has {alloc.n_arms} arms but the pool {k}")
     lengths = logged_lengths(s)[pool]
-    alloc = ALLOCATORS.get(allocator)(n_arms=k, rng=rng, horizon=budget - k,
-                                      reward_mode=reward_mode, **dict(params or {}))
+    init = initial_scores(initial, s.shape[0], alloc.reward_mode)[pool]
     taken = np.zeros(k, dtype=int)
-    best = np.full(k, -np.inf)
+    best = init.copy()  # a trajectory's best starts at the initial program, as online
     curve = np.empty(budget)
 
     def pull(arm: int) -> None:
         value = float(s[pool[arm], taken[arm]])
-        before = value if taken[arm] == 0 else best[arm]
+        before = best[arm]
         taken[arm] += 1
         best[arm] = max(best[arm], value)
-        alloc.tell(arm, pull_reward(before, best[arm], reward_mode))
+        alloc.tell(arm, alloc.reward_of(before, best[arm]))
 
     for call in range(budget):
         if call < k:
@@ -125,7 +174,8 @@ def replay_once(scores: np.ndarray, pool: Sequence[int], allocator: str, budget:
 
 def replay(scores: np.ndarray, allocator: str, arms: int, budget: int, repeats: int,
            seed: int = 0, params: Mapping[str, Any] | None = None,
-           reward_mode: str = "best") -> ReplayResult:
+           reward_mode: str = "best",
+           initial: np.ndarray | Sequence[float] | None = None) -> ReplayResult:
     """R replayed BaSE runs; repeat r uses pool rng ``default_rng([seed, r, 0])`` and
     allocator rng ``default_rng([seed, r, 1])`` so allocators see the same pools."""
     s = _matrix(scores)
@@ -133,12 +183,13 @@ def replay(scores: np.ndarray, allocator: str, arms: int, budget: int, repeats: 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
     ALLOCATORS.get(allocator)  # unknown names fail before any work
+    initial_scores(initial, s.shape[0], reward_mode)  # refuse before any work
     usable = np.flatnonzero(logged_lengths(s) > 0)
     finals, curves, pulls, pools = [], [], [], []
     for r in range(repeats):
         pool = np.random.default_rng([seed, r, 0]).choice(usable, size=arms, replace=False)
         curve, taken = replay_once(s, pool, allocator, budget, np.random.default_rng([seed, r, 1]),
-                                   params, reward_mode)
+                                   params, reward_mode, initial)
         finals.append(curve[-1])
         curves.append(curve)
         pulls.append(taken)
@@ -147,13 +198,29 @@ def replay(scores: np.ndarray, allocator: str, arms: int, budget: int, repeats: 
                         np.array(pools))
 
 
-def load_scores(store_path: str | Path, task: str, model: str | None = None
-                ) -> tuple[list[str], np.ndarray, str]:
-    """The score matrix of a store's single-trajectory runs of ``task`` (and ``model``).
+@dataclass(frozen=True)
+class LoggedRuns:
+    """The replayable runs of a store (see :func:`load_scores`).
 
-    Returns ``(run_ids, scores, model)``; ``scores[i, j]`` = running best of run i after
-    its (j+1)-th call, NaN past its end.  Single-trajectory = ``arms`` is NULL or 1.
+    ``scores[i, j]`` = running best of run i after its (j+1)-th call, NaN past its end;
+    ``initial[i]`` its initial program's score; ``left_out`` the number of
+    single-trajectory runs with N > 1 that were not used (refused, module docstring).
     """
+
+    run_ids: list[str]
+    scores: np.ndarray
+    initial: np.ndarray
+    model: str
+    left_out: int = 0
+
+
+def load_scores(store_path: str | Path, task: str, model: str | None = None) -> LoggedRuns:
+    """The score matrix of a store's single-trajectory greedy N = 1 runs of ``task``.
+
+    Single-trajectory = ``arms`` is NULL or 1.  Runs with breadth N > 1 are left out
+    (counted in ``left_out``); a store with only N > 1 runs is refused.
+    """
+    from basevolve.store import RunStore
     from basevolve.store.export import runs_table, trajectories_table
 
     if not Path(store_path).exists():
@@ -163,11 +230,18 @@ def load_scores(store_path: str | Path, task: str, model: str | None = None
     runs = runs[(runs["task"] == task) & single]
     if model is not None:
         runs = runs[runs["model"] == model]
-    models = sorted(set(runs["model"].dropna()))
+    which = f"task {task!r}" + ("" if model is None else f" and model {model!r}")
     if not len(runs):
-        which = f"task {task!r}" + ("" if model is None else f" and model {model!r}")
         raise StoreError(f"store {str(store_path)!r} has no single-trajectory runs for {which}; "
                          "log greedy N=1 runs first (basevolve run --breadth 1)")
+    wide = runs["breadth"].fillna(1).astype(int) > 1
+    if wide.all():
+        raise ConfigError(f"store {str(store_path)!r} has only runs with breadth N > 1 for "
+                          f"{which}; replay reveals one call per pull and is exact only for "
+                          "greedy N = 1 logs (an N > 1 step is a child of a frozen parent); "
+                          "log greedy N=1 runs (basevolve run --breadth 1)")
+    runs = runs[~wide]
+    models = sorted(set(runs["model"].dropna()))
     if len(models) > 1:
         raise ConfigError(f"store holds runs of several models for task {task!r} "
                           f"({', '.join(models)}); pick one with --model")
@@ -179,7 +253,12 @@ def load_scores(store_path: str | Path, task: str, model: str | None = None
     for i, rid in enumerate(run_ids):
         g = traj[traj["run_id"] == rid].sort_values("step")
         scores[i, : len(g)] = g["best_fitness"].to_numpy(float)
-    return run_ids, scores[:, :n_steps] if n_steps else scores[:, :0], models[0] if models else ""
+    with RunStore(store_path, create=False) as store:
+        init = {r["run_id"]: float(r["score"]) for r in store.query(
+            "SELECT run_id, score FROM programs WHERE is_initial = 1")}
+    initial = np.array([init.get(r, 0.0) for r in run_ids])
+    return LoggedRuns(run_ids, scores[:, :n_steps] if n_steps else scores[:, :0], initial,
+                      models[0] if models else "", int(wide.sum()))
 
 
 def _matrix(scores: np.ndarray) -> np.ndarray:

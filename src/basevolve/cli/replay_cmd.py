@@ -1,9 +1,11 @@
-"""``basevolve replay``: offline BaSE over logged single-trajectory runs (no LLM calls).
+"""``basevolve replay``: offline BaSE over logged greedy N = 1 runs (no LLM calls).
 
 ``basevolve replay --store FILE --task NAME --allocator NAME|all|a,b --arms K --budget C
---repeats R [--seed S] [--model M] [--json]`` prints, for each allocator side by side, the
-mean, IQM and bootstrap 95% CI of the final best fitness over R bandit seeds and the
-running-max curve (see :mod:`basevolve.analysis.replay` for the exact protocol).
+--repeats R [--seed S] [--model M] [--reward-mode best|improvement] [--json]`` prints, for
+each allocator side by side, the mean, IQM and bootstrap 95% CI of the final best fitness
+over R bandit seeds and the running-max curve.  It is an offline estimate: the paper ran
+BaSE end to end (online).  Runs with breadth N > 1 are refused (left out, and counted
+in ``runs_left_out``); see :mod:`basevolve.analysis.replay` for the exact protocol.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from basevolve.errors import ConfigError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "replay", help="offline BaSE: bandits over logged single-trajectory runs",
-        description="Estimate what BaSE would reach by replaying K logged single-trajectory "
-                    "runs as the bandit's arms (pulling an arm reveals its next logged step).")
+        "replay", help="offline BaSE: bandits over logged greedy N=1 runs",
+        description="Estimate offline what BaSE would reach by replaying K logged "
+                    "single-trajectory greedy N=1 runs as the bandit's arms (pulling an arm "
+                    "reveals its next logged step).  Runs with N > 1 are not used.")
     p.add_argument("--store", required=True, help="run store (SQLite file)")
     p.add_argument("--task", required=True, help="task whose logged runs become the arms")
     p.add_argument("--allocator", default="all",
@@ -57,21 +60,23 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--repeats must be >= 1, got {args.repeats}")
     if args.seed < 0:  # numpy seeds must be >= 0; caught here, not as a traceback later
         raise ConfigError(f"--seed must be >= 0, got {args.seed}")
-    run_ids, scores, model = load_scores(args.store, args.task, args.model)
+    logged = load_scores(args.store, args.task, args.model)
+    run_ids, scores, model = logged.run_ids, logged.scores, logged.model
     check_replayable(scores, args.arms, args.budget)
     out = {"task": args.task, "model": model, "arms": args.arms, "budget": args.budget,
            "repeats": args.repeats, "seed": args.seed, "reward_mode": args.reward_mode,
-           "runs_available": len(run_ids), "allocators": {}}
+           "runs_available": len(run_ids), "runs_left_out": logged.left_out, "allocators": {}}
     for name in names:
         res = replay(scores, name, args.arms, args.budget, args.repeats, seed=args.seed,
-                     reward_mode=args.reward_mode)
+                     reward_mode=args.reward_mode, initial=logged.initial)
         out["allocators"][name] = res.summary(np.random.default_rng([args.seed, 99]))
     if args.json:
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
         return 0
+    left = f" ({logged.left_out} runs with N > 1 left out)" if logged.left_out else ""
     print(f"offline BaSE replay: task {args.task}, model {model or '?'}, K={args.arms}, "
-          f"C={args.budget}, R={args.repeats}, {len(run_ids)} logged runs")
+          f"C={args.budget}, R={args.repeats}, {len(run_ids)} logged N=1 runs{left}")
     marks = sorted({args.arms, args.budget // 4, args.budget // 2, args.budget} - {0})
     head = "  ".join(f"@{m:<6d}" for m in marks)
     print(f"{'allocator':<12} {'mean':>7} {'IQM':>7} {'95% CI':>17}   curve {head}")
