@@ -41,7 +41,8 @@ def drive(alloc: Allocator, steps: int, seed: int = 7) -> list[int]:
 
 
 def test_registry_has_every_policy():
-    assert set(NAMES) == {"single", "random", "round_robin", "ucb", "exp3p", "thompson"}
+    assert set(NAMES) == {"single", "random", "round_robin", "ucb", "exp3p", "thompson",
+                          "thompson_plain"}
     for name in NAMES:
         assert issubclass(ALLOCATORS.get(name), Allocator)
         assert ALLOCATORS.get(name).name == name

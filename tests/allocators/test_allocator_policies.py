@@ -147,12 +147,37 @@ def test_thompson_posterior_and_discount():
         make("thompson", discount=0.0)
 
 
+def test_thompson_plain_is_the_undiscounted_posterior_by_hand():
+    """Issue 9, 5e: the paper's plain Thompson sampling (no discount) next to the default."""
+    plain = make("thompson_plain", k=2, bernoulli=False, reward_max=1.0)
+    assert plain.discount == 1.0 and plain.summary()["discount"] == 1.0
+    assert make("thompson").discount == 0.95  # the default is unchanged
+    plain.tell(plain.assign(0), 0.75)
+    plain.tell(plain.assign(1), 1.0)
+    plain.tell(plain.assign(0), 0.25)
+    # S_0 = 0.75 + 0.25 = 1.0, F_0 = 0.25 + 0.75 = 1.0: nothing fades
+    assert (plain.S.tolist(), plain.F.tolist()) == ([1.0, 1.0], [1.0, 0.0])
+    assert plain.posterior_mean().tolist() == [0.5, 2 / 3]
+    # decision for decision the same as thompson(discount=1) on the same seed
+    a, b = make("thompson_plain", k=5, seed=4), make("thompson", k=5, seed=4, discount=1.0)
+    src = np.random.default_rng(1)
+    for _ in range(60):
+        arm = a.ask()
+        assert b.ask() == arm
+        r = float(src.random())
+        a.tell(arm, r)
+        b.tell(arm, r)
+    with pytest.raises(TypeError):
+        make("thompson_plain", discount=0.9)  # the plain policy has no discount knob
+
+
 def test_thompson_concurrent_asks_spread_before_data():
     alloc = make("thompson", k=6, seed=2)
     assert len({alloc.ask() for _ in range(6)}) >= 3
 
 
 @pytest.mark.parametrize("name, rounds, factor", [("ucb", 600, 5), ("thompson", 600, 5),
+                                                  ("thompson_plain", 600, 5),
                                                   ("exp3p", 2000, 3)])
 def test_best_arm_is_pulled_far_more_on_a_stationary_bandit(name, rounds, factor):
     alloc = make(name, k=4, seed=11, horizon=rounds)

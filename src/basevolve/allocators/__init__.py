@@ -8,7 +8,8 @@
 ``random``     uniform over the eligible trajectories (non-adaptive baseline)
 ``ucb``        UCB1 (Auer, Cesa-Bianchi & Fischer 2002)
 ``exp3p``      EXP3.P (Auer, Cesa-Bianchi, Freund & Schapire 2002)
-``thompson``   discounted Beta-Bernoulli Thompson sampling
+``thompson``   discounted Beta-Bernoulli Thompson sampling (discount 0.95)
+``thompson_plain`` the paper's plain Thompson sampling (no discount)
 =============  ==============================================================
 
 Usage (the engine's contract)::

@@ -26,6 +26,11 @@ given the draw.  The confidence bonus alpha / (p_j sqrt(KT)) uses the full distr
 at tell time.  Pending pulls do not change p: concurrent asks are independent draws
 from it.  Algorithm 2's initial pulls (``assign``) were not drawn by EXP3.P and have no
 importance weight, so their tells update the statistics but not the weights.
+Using the probability of the draw that was actually made, applied whenever the reward
+arrives, is the standard treatment of delayed feedback for exponential weights
+(Joulani, Gyorgy & Szepesvari 2013, "Online learning under delayed feedback", ICML):
+xhat stays conditionally unbiased, and the delay only lags the weights by the number of
+pulls in flight.
 """
 
 from __future__ import annotations

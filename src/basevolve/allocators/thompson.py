@@ -1,4 +1,4 @@
-"""``thompson``: discounted Beta-Bernoulli Thompson sampling.
+"""``thompson`` (discounted) and ``thompson_plain`` (the paper's) Beta-Bernoulli Thompson sampling.
 
 Posterior model.  Each arm i has a Beta(1 + S_i, 1 + F_i) posterior over its success
 probability.  A told reward is mapped onto [0, 1] (x = clip(r, 0, reward_max) /
@@ -10,20 +10,37 @@ multi-armed bandit problem", COLT, Algorithm 2 for rewards in [0, 1]); then
     S_i += b,  F_i += 1 - b                        for the pulled arm i
 
 (discounted Thompson sampling, Raj & Kalyani 2017, "Taming non-stationary bandits: a
-Bayesian approach").  Why this model: the reward is a best-so-far fitness, bounded in
-[0, ~1] and *non-stationary* (an arm's running best only rises, at a rate that changes
-as it converges), so old evidence should fade; with discount < 1 the posterior's
-effective memory is about 1 / (1 - discount) observations and arms left alone drift back
-towards the prior, which re-opens exploration.  discount = 1 gives plain stationary
-Beta-Bernoulli TS.  ``bernoulli=False`` adds the fractional reward (S += x,
+Bayesian approach").  ``bernoulli=False`` adds the fractional reward (S += x,
 F += 1 - x) instead of a trial.
+
+``thompson_plain`` is the paper's Thompson sampling (Section 5 cites Thompson 1933 and
+Agrawal & Goyal 2012; no discount is mentioned): the same posterior with discount = 1,
+i.e. stationary Beta-Bernoulli TS.  Use it to reproduce the paper.
+
+Why ``thompson`` defaults to discount = 0.95 instead.  The reward is a best-so-far
+fitness: bounded in [0, ~1] and *non-stationary* (an arm's running best only rises, at
+a rate that changes as the trajectory converges).  Under plain TS the evidence of an
+arm's early, low rewards never fades, so a trajectory that starts slowly and then
+climbs is judged by its whole history; with discount < 1 the posterior's effective
+memory is about 1 / (1 - discount) = 20 observations (of the whole run, since every
+arm's counts decay on each tell), and arms left alone drift back towards the prior,
+which re-opens exploration.  20 is a judgement call (a few pulls per arm for K = 10 at
+the paper's C = 512), not tuned on any task; ``benchmarks/allocators_synthetic.py``
+compares both on stationary and drifting bandits.
+
+Pending pulls (asked, not yet told) count as provisional observations at the arm's
+posterior mean m_i while sampling (S_i += pending_i * m_i, F_i += pending_i * (1 - m_i)):
+the "hallucinated observation" of batched bandits (Desautels, Krause & Burdick 2014,
+"Parallelizing exploration-exploitation tradeoffs in Gaussian process bandit
+optimization", JMLR 15, GP-BUCB), which leaves the posterior mean unchanged and narrows
+its spread, so concurrent asks do not all land on the arm with the luckiest draw.  Why
+the mean and not a pessimistic value (e.g. a failure): with many calls in flight the
+best arm is the one with the most pending pulls, and a pessimistic value would pull its
+mean down exactly because it is being exploited; the narrowing alone already spreads
+the batch.  Provisional observations are not decayed and vanish at the tell.
 
 Ask: draw theta_i ~ Beta(...) for every arm (always K draws, so the random stream
 does not depend on the mask) and return the eligible arm with the largest theta.
-Pending pulls count as provisional observations at the arm's posterior mean m_i
-(S_i += pending_i * m_i, F_i += pending_i * (1 - m_i)) while sampling: this narrows the
-posterior of busy arms without moving its mean, as in batched "believer" Thompson
-sampling.
 """
 
 from __future__ import annotations
@@ -36,19 +53,22 @@ import numpy as np
 from basevolve.allocators.base import ALLOCATORS, Allocator, unit_reward
 from basevolve.errors import ConfigError
 
+#: ``thompson``'s default discount (effective memory ~20 observations; module docstring)
+DEFAULT_DISCOUNT = 0.95
+
 
 @ALLOCATORS.decorator("thompson")
 class Thompson(Allocator):
     name = "thompson"
 
     def __init__(self, n_arms: int, rng: Any = None, horizon: int | None = None,
-                 reward_mode: str = "best", discount: float = 0.95,
+                 reward_mode: str = "best", discount: float = DEFAULT_DISCOUNT,
                  bernoulli: bool = True, reward_max: float = 1.05) -> None:
         super().__init__(n_arms, rng, horizon, reward_mode)
         if not 0 < discount <= 1:
-            raise ConfigError(f"thompson: discount must be in (0, 1], got {discount!r}")
+            raise ConfigError(f"{self.name}: discount must be in (0, 1], got {discount!r}")
         if not (math.isfinite(reward_max) and reward_max > 0):
-            raise ConfigError(f"thompson: reward_max must be > 0, got {reward_max!r}")
+            raise ConfigError(f"{self.name}: reward_max must be > 0, got {reward_max!r}")
         self.discount = float(discount)
         self.bernoulli = bool(bernoulli)
         self.reward_cap = float(reward_max)
@@ -69,10 +89,24 @@ class Thompson(Allocator):
         x = unit_reward(reward, self.reward_cap)
         if self.bernoulli:
             x = float(self.rng.random() < x)
-        self.S *= self.discount
-        self.F *= self.discount
+        if self.discount != 1.0:
+            self.S *= self.discount
+            self.F *= self.discount
         self.S[arm] += x
         self.F[arm] += 1.0 - x
 
     def _summary(self) -> dict[str, Any]:
         return {"discount": self.discount, "posterior_mean": self.posterior_mean().tolist()}
+
+
+@ALLOCATORS.decorator("thompson_plain")
+class PlainThompson(Thompson):
+    """The paper's Thompson sampling: :class:`Thompson` with discount = 1 (no forgetting)."""
+
+    name = "thompson_plain"
+
+    def __init__(self, n_arms: int, rng: Any = None, horizon: int | None = None,
+                 reward_mode: str = "best", bernoulli: bool = True,
+                 reward_max: float = 1.05) -> None:
+        super().__init__(n_arms, rng, horizon, reward_mode, discount=1.0,
+                         bernoulli=bernoulli, reward_max=reward_max)

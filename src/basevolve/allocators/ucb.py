@@ -12,9 +12,15 @@ n_i = 0 is chosen before any index is compared, lowest index first.  Ties go to 
 lowest arm index.
 
 Pending pulls (asked, not yet told) count as provisional observations at the arm's
-current mean: they enter n_i and n but leave mean_i unchanged, so the exploration bonus
-of an arm that already has calls in flight shrinks and concurrent asks spread over the
-arms (the "believer" heuristic of batched bandits).  An arm whose only pulls are still
+current mean: they enter n_i and n but leave mean_i unchanged -- the "hallucinated
+observation" of batched bandits (Desautels, Krause & Burdick 2014, "Parallelizing
+exploration-exploitation tradeoffs in Gaussian process bandit optimization", JMLR 15,
+GP-BUCB: pending points are added at the posterior mean, which shrinks the confidence
+width and keeps the mean).  So the exploration bonus of an arm that already has calls in
+flight shrinks and concurrent asks spread over the arms.  Why the current mean and not
+a pessimistic value: under concurrency the best arm holds the most pending pulls, and a
+pessimistic value would lower its index because it is being exploited, while the
+shrinking bonus alone already spreads a batch.  An arm whose only pulls are still
 pending has no mean yet; it borrows the mean over all told pulls (0.5 before any).
 """
 
