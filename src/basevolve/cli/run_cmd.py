@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -85,32 +84,6 @@ def _config(args: argparse.Namespace) -> RunConfig:
         reward=args.reward, count_failed_attempts=args.count_failed_attempts)
 
 
-class ProgressLine:
-    """Progress on stderr: ``\\r`` redraws on a tty, a line every few seconds otherwise."""
-
-    def __init__(self, every_s: float = 5.0) -> None:
-        self.tty = sys.stderr.isatty()
-        self.every_s = every_s
-        self.last = 0.0
-
-    def __call__(self, s: dict[str, Any]) -> None:
-        now = time.monotonic()
-        final = s["calls_completed"] >= s["budget"]
-        if not self.tty and not final and now - self.last < self.every_s:
-            return
-        self.last = now
-        rate = "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.0f}%"
-        line = (f"[{s['run_id']}] calls {s['calls_completed']}/{s['budget']}  "
-                f"best {s['best_score']:.4f}  valid {rate}  FLOPs {s['flops']:.3g}  "
-                f"{s['elapsed_s']:.0f}s")
-        sys.stderr.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.tty:
-            sys.stderr.write("\n")
-
-
 def summary_table(s: dict[str, Any]) -> str:
     rows = [
         ("run", s["run_id"]), ("status", s.get("status")), ("task", s["task"]),
@@ -176,17 +149,16 @@ def _check_out_dir(out: Path) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from basevolve.cli.progress import make_progress, say
     from basevolve.engine import resume_run, start_run
     from basevolve.store.schema import inspect_file
 
     inspect_file(Path(args.store))  # refuse a foreign store before any other work
-    progress = ProgressLine()
     if args.resume:
         _check_resume_flags(args, getattr(args, "_defaults", {}))
+        run_id = args.resume
         out = args.out or Path("basevolve-out") / args.resume
         _check_out_dir(out)
-        summary = resume_run(args.resume, args.store, progress=progress, out_dir=out,
-                             allow_task_change=args.allow_task_change)
     else:
         if args.allow_task_change:
             from basevolve.errors import ConfigError
@@ -194,12 +166,50 @@ def run_command(args: argparse.Namespace) -> int:
             raise ConfigError("--allow-task-change goes with --resume RUN_ID (a new run "
                               "records the task it starts with)")
         cfg = _config(args)
+        run_id = cfg.run_id
         out = args.out or Path("basevolve-out") / cfg.run_id
         _check_out_dir(out)
-        summary = start_run(cfg, args.store, progress=progress, out_dir=out)
-    progress.done()
+    progress = None
+    try:
+        progress = make_progress()
+        if args.resume:
+            summary = resume_run(args.resume, args.store, progress=progress, out_dir=out,
+                                 allow_task_change=args.allow_task_change, notify=say)
+        else:
+            summary = start_run(cfg, args.store, progress=progress, out_dir=out, notify=say)
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.done()
+        return _interrupted(run_id, args.store)
+    finally:
+        if progress is not None:
+            progress.done()
     summary.pop("best_code", None)
     print(summary_table(summary))
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     return 0
+
+
+def _interrupted(run_id: str, store: str) -> int:
+    """Ctrl-C: say how to continue (issue 12, item 8), exit 130 like a shell does.
+
+    Every answered call is already in the store, so the run continues where it stopped;
+    a Ctrl-C before the run row was written has nothing to continue.
+    """
+    from basevolve.store import RunStore
+
+    exists = False
+    if Path(store).exists():
+        try:
+            with RunStore(store, create=False) as s:
+                exists = s.get_run(run_id) is not None
+        except Exception:  # an interrupted first write must not hide the message
+            exists = False
+    if exists:
+        print(f"interrupted — continue with `basevolve run --resume {run_id} --store {store}`",
+              file=sys.stderr)
+    else:
+        print(f"interrupted before run {run_id} was stored; nothing to resume",
+              file=sys.stderr)
+    return 130

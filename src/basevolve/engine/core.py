@@ -229,6 +229,7 @@ class Engine:
         coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
                                     top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
         self.llm[asyncio.ensure_future(coro)] = job
+        self._emit()  # "in flight" changed: the live display shows it at once
 
     def _on_completion(self, job: CallJob, c: Completion) -> None:
         policy = self.settings.call_policy
@@ -325,6 +326,7 @@ class Engine:
             "best_score": self.best_score, "flops": self.flops,
             "valid_rate": self.valid_children / self.children if self.children else None,
             "children": self.children, "elapsed_s": time.monotonic() - self.started,
+            "in_flight": len(self.llm),
         }
 
     def _emit(self) -> None:

@@ -30,6 +30,11 @@ from basevolve.llm.settings import LLMSettings
 from basevolve.store import RunStore
 
 Progress = Callable[[dict[str, Any]], None]
+Notify = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    """The default ``notify``: library callers get no output."""
 
 
 def probe_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
@@ -66,7 +71,31 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
     return s
 
 
-def _prepare(cfg: RunConfig) -> tuple[Any, Any, LLMSettings]:
+def _load_model(client: Any, notify: Notify) -> None:
+    """Load an embedded model now, saying so, instead of silently inside the first call.
+
+    Why: on a first run the model load (and, once, joining its weight parts) is the
+    longest silent step; a user who sees nothing for a minute assumes a hang (issue 12,
+    item 6).  Loading before the store is written also keeps "bad input leaves the store
+    untouched" true for a broken model installation.
+    """
+    load = getattr(client, "load", None)
+    if load is None:
+        return
+    import time
+
+    from basevolve.llm.weights import WEIGHTS
+
+    spec = client.model_spec
+    size = WEIGHTS.get(spec.weights).size if spec.weights in WEIGHTS else None
+    shown = f" ({size / 1e9:.1f} GB)" if size else ""
+    notify(f"loading the embedded model {spec.served_id}{shown} …")
+    t0 = time.monotonic()
+    asyncio.run(load())
+    notify(f"model loaded in {time.monotonic() - t0:.1f} s")
+
+
+def _prepare(cfg: RunConfig, notify: Notify = _quiet) -> tuple[Any, Any, LLMSettings]:
     from basevolve.allocators import ALLOCATORS
     from basevolve.llm import make_client
     from basevolve.protocols import PROTOCOLS
@@ -79,6 +108,8 @@ def _prepare(cfg: RunConfig) -> tuple[Any, Any, LLMSettings]:
     client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
     if cfg.base_url is not None:
         probe_endpoint(cfg.base_url)
+    else:
+        _load_model(client, notify)
     return task, client, settings
 
 
@@ -137,25 +168,32 @@ def run_lock(store_path: str | Path, run_id: str) -> Iterator[None]:
 
 
 def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
-              out_dir: Path | None = None, pool: Any | None = None) -> dict[str, Any]:
-    """Create run ``cfg.run_id`` in the store and run it to exactly C calls."""
+              out_dir: Path | None = None, pool: Any | None = None,
+              notify: Notify = _quiet) -> dict[str, Any]:
+    """Create run ``cfg.run_id`` in the store and run it to exactly C calls.
+
+    ``notify`` receives one-line messages about slow steps (model load, run start).
+    """
     from basevolve.tasks.identity import resolve_task_spec, task_identity
 
     if resolve_task_spec(cfg.task) != cfg.task:  # a task file is stored by absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
-    task, client, settings = _prepare(cfg)
+    task, client, settings = _prepare(cfg, notify)
     identity = task_identity(cfg.task, task)
     with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
                          active_params=float(client.model_spec.active_params),
                          task=identity.to_dict())
+        notify(f"run {cfg.run_id} started: {cfg.budget} LLM calls (T={cfg.depth} x "
+               f"N={cfg.breadth}), task {identity.name}, model {client.model_spec.name}; "
+               f"store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
                         out_dir=out_dir, pool=pool)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
                out_dir: Path | None = None, pool: Any | None = None,
-               allow_task_change: bool = False) -> dict[str, Any]:
+               allow_task_change: bool = False, notify: Notify = _quiet) -> dict[str, Any]:
     """Continue a stored run (killed, failed or interrupted) to exactly C calls.
 
     The task must be the one the run started with (:mod:`basevolve.tasks.identity`);
@@ -175,10 +213,15 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         cfg = RunConfig.from_dict(json.loads(row["config_json"]))
         if row["status"] == "finished":
             return build_summary(store, cfg, None) | {"resumed": False}
-        task, client, settings = _prepare(cfg)
+        task, client, settings = _prepare(cfg, notify)
         identity = task_identity(cfg.task, task)
         if check_resume(run_id, row.get("task_sha256"), identity,
                         allow_change=allow_task_change):
             store.record_task_change(run_id, identity.to_dict())
+            notify(f"{identity.label} changed since the run started; continuing as "
+                   "--allow-task-change asks (recorded in the store)")
+        done = store.totals(run_id)["calls_completed"]
+        notify(f"run {run_id} resumed: {done} of {cfg.budget} LLM calls already done; "
+               f"store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
                         out_dir=out_dir, pool=pool) | {"resumed": True}

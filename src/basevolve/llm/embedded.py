@@ -7,7 +7,8 @@ lazily on the first call and once per process (a module-level cache keyed by wei
 and runtime settings), because loading costs seconds and ~2 GB of RAM.
 
 llama.cpp's server core batches requests across ``n_parallel`` slots; its blocking
-``handle_chat_completions`` runs in worker threads so several calls are in flight.
+``handle_chat_completions`` runs in daemon threads (see :func:`in_daemon_thread`) so
+several calls are in flight and Ctrl-C never waits for a generation to finish.
 Calls beyond ``n_parallel`` wait for a slot before their timeout clock starts.
 A timed-out call cannot be aborted inside llama.cpp: its slot finishes in the
 background (bounded by ``max_tokens``) while the retry loop moves on.
@@ -26,6 +27,7 @@ import importlib.util
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from basevolve.errors import ConfigError, LLMError
@@ -49,6 +51,37 @@ def _import_xllamacpp() -> Any:
             "pip install 'basevolve[local]'"
         ) from None
     return xllamacpp
+
+
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking ``fn(*args)`` in a fresh daemon thread and await its result.
+
+    Why not ``asyncio.to_thread``: a llama.cpp generation cannot be aborted, and the
+    default executor's threads are joined when ``asyncio.run`` ends and again at
+    interpreter exit, so Ctrl-C during a call would wait (minutes on a slow CPU) for the
+    reply nobody wants.  A daemon thread is abandoned instead; the run is already
+    stored and resumable (issue 12, item 8).
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if not future.done():
+            (future.set_result if ok else future.set_exception)(value)
+
+    def work() -> None:
+        try:
+            result: Any = fn(*args)
+            ok = True
+        except BaseException as exc:
+            result, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(deliver, ok, result)
+        except RuntimeError:  # the loop is closed: nobody waits for this result
+            pass
+
+    threading.Thread(target=work, name="basevolve-llama", daemon=True).start()
+    return await future
 
 
 def _threads(settings: LLMSettings) -> int:
@@ -150,14 +183,14 @@ class EmbeddedClient(RetryingClient):
 
     async def load(self) -> None:
         """Load (or reuse) the model now, e.g. to keep load time out of a benchmark."""
-        await asyncio.to_thread(load_server, self._weights, self.settings)
+        await in_daemon_thread(load_server, self._weights, self.settings)
 
     async def _attempt(self, payload: dict[str, Any], timeout_s: float) -> Reply:
-        server = await asyncio.to_thread(load_server, self._weights, self.settings)
+        server = await in_daemon_thread(load_server, self._weights, self.settings)
         request = dict(payload, stream=False)
         request["chat_template_kwargs"] = {"enable_thinking": False}
         try:
-            response = await asyncio.to_thread(server.handle_chat_completions, request)
+            response = await in_daemon_thread(server.handle_chat_completions, request)
         except Exception as exc:  # the runtime's own failures are retryable attempts
             raise AttemptFailure(AttemptStatus.HTTP_ERROR, f"llama.cpp: {exc}") from None
         return parse_embedded_response(response)

@@ -1,0 +1,135 @@
+"""Live progress of ``basevolve run`` on stderr (issue 12, item 6).
+
+Why a ticking display: on a CPU an embedded-model call takes a minute or more, and the
+engine reports only when something happens (a call is sent, answered or scored).  A
+display redrawn from those events alone froze for minutes and looked like a hang, so
+both displays keep their own clock and redraw between events:
+
+* on a terminal, a ``rich`` :class:`~rich.live.Live` line, refreshed twice a second;
+* otherwise (a log file, CI, a pipe), a plain line at most every ``every_s`` seconds
+  from a daemon thread, plus every call-count change, plus the final line — no
+  terminal control codes in files.
+
+Both show the same fields: elapsed time, LLM calls in flight, calls done / C, best
+score, valid-children rate and FLOPs, taken from :meth:`Engine.snapshot`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+
+def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
+    """One line of progress from an engine snapshot; ``elapsed_s`` is the display's clock."""
+    rate = "-" if s.get("valid_rate") is None else f"{100 * s['valid_rate']:.0f}%"
+    best = s.get("best_score")
+    best_text = "-" if best is None else f"{best:.4f}"
+    minutes, seconds = divmod(int(elapsed_s), 60)
+    return (f"[{s['run_id']}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
+            f"calls {s['calls_completed']}/{s['budget']}  best {best_text}  valid {rate}  "
+            f"FLOPs {s['flops']:.3g}")
+
+
+class _Clock:
+    """The latest snapshot and a clock that keeps running between snapshots."""
+
+    def __init__(self) -> None:
+        self.snapshot: dict[str, Any] | None = None
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def update(self, s: dict[str, Any]) -> None:
+        with self._lock:
+            self.snapshot, self._at = dict(s), time.monotonic()
+
+    def line(self) -> str | None:
+        with self._lock:
+            s, at = self.snapshot, self._at
+        if s is None:
+            return None
+        return progress_line(s, float(s.get("elapsed_s", 0.0)) + time.monotonic() - at)
+
+
+class RichProgress:
+    """A live line on a terminal, redrawn by rich's own refresh thread."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.clock = _Clock()
+        self.console = console or Console(stderr=True)
+        self.live = Live(self, console=self.console, refresh_per_second=2, transient=False)
+        self.live.start()
+
+    def __rich__(self) -> Text:
+        return Text(self.clock.line() or "waiting for the first LLM call …")
+
+    def __call__(self, s: dict[str, Any]) -> None:
+        self.clock.update(s)
+
+    def done(self) -> None:
+        if self.live.is_started:
+            self.live.stop()
+
+
+class PlainProgress:
+    """Plain lines for logs and pipes: on call-count changes and every ``every_s`` seconds."""
+
+    def __init__(self, stream: IO[str] | None = None, every_s: float = 10.0) -> None:
+        self.clock = _Clock()
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self._last_done: int | None = None
+        self._last_write = 0.0
+        self._stop = threading.Event()
+        self._write_lock = threading.Lock()
+        self._ticker = threading.Thread(target=self._tick, name="basevolve-progress",
+                                        daemon=True)
+        self._ticker.start()
+
+    def _write(self) -> None:
+        line = self.clock.line()
+        if line is None:
+            return
+        with self._write_lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+            self._last_write = time.monotonic()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            if time.monotonic() - self._last_write >= self.every_s:
+                self._write()
+
+    def __call__(self, s: dict[str, Any]) -> None:
+        self.clock.update(s)
+        if s["calls_completed"] != self._last_done:
+            self._last_done = s["calls_completed"]
+            self._write()
+
+    def done(self) -> None:
+        self._stop.set()
+        self._ticker.join(timeout=2.0)
+
+
+def make_progress(stream: IO[str] | None = None) -> RichProgress | PlainProgress:
+    """The live display on a terminal, plain lines otherwise."""
+    stream = stream or sys.stderr
+    if stream.isatty():
+        return RichProgress(Console(file=stream))
+    return PlainProgress(stream)
+
+
+def say(message: str, stream: IO[str] | None = None) -> None:
+    """One status line ("loading the embedded model …") on stderr, flushed at once."""
+    out = stream or sys.stderr
+    out.write(f"basevolve: {message}\n")
+    out.flush()
+
+
+__all__ = ["PlainProgress", "RichProgress", "make_progress", "progress_line", "say"]

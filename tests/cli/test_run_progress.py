@@ -1,0 +1,56 @@
+"""Issue 12, item 6: the progress display ticks between engine events."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from rich.console import Console
+
+from basevolve.cli.progress import PlainProgress, RichProgress, make_progress, progress_line
+
+SNAP = {"run_id": "r", "calls_completed": 1, "budget": 4, "best_score": 0.5, "flops": 2e12,
+        "valid_rate": 0.5, "children": 2, "elapsed_s": 61.0, "in_flight": 2}
+
+
+def test_line_has_every_field():
+    line = progress_line(SNAP, 61.0)
+    assert line == ("[r] 1:01  in flight 2  calls 1/4  best 0.5000  valid 50%  FLOPs 2e+12")
+    assert "best -" in progress_line(SNAP | {"best_score": None, "valid_rate": None}, 0)
+
+
+def test_plain_progress_ticks_without_events():
+    out = io.StringIO()
+    p = PlainProgress(out, every_s=1.0)
+    try:
+        p(SNAP)  # a call-count change writes at once
+        assert out.getvalue().count("\n") == 1 and "calls 1/4" in out.getvalue()
+        p(SNAP)  # same count: no new line from the event itself
+        assert out.getvalue().count("\n") == 1
+        time.sleep(2.6)  # no events: the clock still writes lines, elapsed moving on
+    finally:
+        p.done()
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 2 and lines[-1] != lines[0] and "\x1b" not in out.getvalue()
+
+
+def test_rich_progress_redraws_its_clock():
+    buf = io.StringIO()
+    p = RichProgress(Console(file=buf, force_terminal=True, width=120))
+    try:
+        assert "waiting for the first LLM call" in p.__rich__().plain
+        p(SNAP)
+        first = p.__rich__().plain
+        time.sleep(1.1)
+        assert p.__rich__().plain != first and "in flight 2" in first
+    finally:
+        p.done()
+    assert "calls 1/4" in buf.getvalue()
+
+
+def test_not_a_terminal_gets_plain_lines():
+    p = make_progress(io.StringIO())
+    try:
+        assert isinstance(p, PlainProgress)
+    finally:
+        p.done()
