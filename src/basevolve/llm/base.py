@@ -135,6 +135,16 @@ class RetryingClient:
     async def aclose(self) -> None:
         return None
 
+    async def _attempt_n(self, payload: dict[str, Any], timeout_s: float) -> list[Reply]:
+        """One attempt that asks for ``payload["n"]`` completions (default: exactly one).
+
+        Backends that can sample several completions of one prompt in one request
+        override this (the embedded backend, see ``EmbeddedClient``).
+        """
+        if int(payload.get("n", 1)) != 1:
+            raise LLMError(f"{type(self).__name__} sends one completion per request")
+        return [await self._attempt(payload, timeout_s)]
+
     async def complete(
         self,
         messages: list[dict[str, Any]],
@@ -144,6 +154,24 @@ class RetryingClient:
         max_tokens: int | None = None,
         seed: int | None = None,
     ) -> Completion:
+        return (await self.complete_n(messages, 1, temperature=temperature, top_p=top_p,
+                                      max_tokens=max_tokens, seed=seed))[0]
+
+    async def complete_n(
+        self,
+        messages: list[dict[str, Any]],
+        n: int,
+        *,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> list[Completion]:
+        """``n`` completions of one prompt from one request per attempt (``n = 1``: a call).
+
+        Each returned Completion carries the batch's attempts: the failed ones (shared,
+        usage unknown) and the answered one with that completion's own usage.
+        """
         if not isinstance(messages, list) or not messages:
             raise LLMError(
                 f"messages must be a non-empty list of chat messages, got {messages!r:.80}"
@@ -155,6 +183,8 @@ class RetryingClient:
             "top_p": float(top_p),
             "max_tokens": int(max_tokens or s.max_tokens),
         }
+        if n != 1:
+            payload["n"] = int(n)
         if seed is not None:
             payload["seed"] = int(seed)
         start = time.monotonic()
@@ -168,7 +198,11 @@ class RetryingClient:
             deadline_binds = remaining < s.attempt_timeout_s
             t0 = time.monotonic()
             try:
-                reply = await asyncio.wait_for(self._attempt(payload, per_attempt), per_attempt)
+                replies = await asyncio.wait_for(self._attempt_n(payload, per_attempt),
+                                                 per_attempt)
+                if len(replies) != n:
+                    raise AttemptFailure(AttemptStatus.EMPTY_CHOICES,
+                                         f"asked for {n} completions, got {len(replies)}")
             except AttemptFailure as exc:
                 failure = exc
                 if failure.status is AttemptStatus.TIMEOUT and deadline_binds:
@@ -177,18 +211,20 @@ class RetryingClient:
                 status = AttemptStatus.DEADLINE if deadline_binds else AttemptStatus.TIMEOUT
                 failure = AttemptFailure(status, f"no reply within {per_attempt:.3g} s")
             else:
-                attempts.append(
-                    Attempt(index, AttemptStatus.OK, time.monotonic() - t0, reply.usage)
-                )
-                return Completion(
-                    text=strip_think(reply.text),
-                    raw_text=reply.text,
-                    finish_reason=reply.finish_reason,
-                    usage=reply.usage or Usage(),
-                    latency_s=time.monotonic() - start,
-                    attempts=tuple(attempts),
-                    model=self._spec.served_id,
-                )
+                latency = time.monotonic() - t0
+                return [
+                    Completion(
+                        text=strip_think(reply.text),
+                        raw_text=reply.text,
+                        finish_reason=reply.finish_reason,
+                        usage=reply.usage or Usage(),
+                        latency_s=time.monotonic() - start,
+                        attempts=(*attempts, Attempt(index, AttemptStatus.OK, latency,
+                                                     reply.usage)),
+                        model=self._spec.served_id,
+                    )
+                    for reply in replies
+                ]
             error = self._redact(failure.error)[:500]
             attempts.append(
                 Attempt(
@@ -215,7 +251,7 @@ class RetryingClient:
                 wait,
             )
             await asyncio.sleep(wait)
-        return Completion(
+        failed = Completion(
             text="",
             raw_text="",
             finish_reason=None,
@@ -224,6 +260,7 @@ class RetryingClient:
             attempts=tuple(attempts),
             model=self._spec.served_id,
         )
+        return [failed] * n
 
 
 __all__ = [
