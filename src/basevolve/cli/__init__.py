@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "basevolve.cli.store_cmd",
     "basevolve.cli.replay_cmd",
     "basevolve.cli.analyze_cmd",
+    "basevolve.cli.simulate_cmd",
 )
 
 

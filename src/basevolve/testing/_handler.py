@@ -77,7 +77,7 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
                 return
             index, fault, prompt = server._admit(body, self.headers.get("Authorization", ""))
             try:
-                if server.latency_s > 0 and server._stop.wait(server.latency_s):
+                if server._delay(body, index, prompt):
                     self.close_connection = True
                     return
                 self._respond(body, index, fault, prompt)

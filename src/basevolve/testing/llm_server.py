@@ -21,6 +21,14 @@ Usage accounting (deterministic, documented so tests can hand-check FLOPs):
 
 Each request sleeps ``latency_s`` in its own handler thread, so concurrent requests
 overlap (``ThreadingHTTPServer``) and ``peak_in_flight`` shows the client's concurrency.
+A ``latency_model`` (e.g. :class:`basevolve.testing.sim.latency.TokenRateLatency`)
+replaces the fixed sleep: the reply is computed first, then the request waits for one
+of the model's ``slots`` and holds it for ``latency_model.seconds(usage)``.
+
+``record=False`` keeps no request bodies (``requests`` stays empty, only the count and
+the prefix cache are kept): a simulator serving a whole benchmark answers tens of
+thousands of ~20 kB prompts.  ``prefix_cache_prompts`` bounds the emulated prefix cache
+to the most recent prompts (a real server's cache is bounded too); None = unbounded.
 
 Run as a process (for SIGKILL/resume tests and benchmarks)::
 
@@ -33,6 +41,7 @@ until killed.  ``--replies-file`` holds a JSON list of reply strings (cycled).
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
 import re
@@ -40,14 +49,23 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import ThreadingHTTPServer
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from basevolve.testing._handler import make_handler
 from basevolve.testing.faults import Fault
 
 ReplyFn = Callable[[dict[str, Any], int], str]
+
+
+class LatencyModel(Protocol):
+    """Service time of one request from its usage, and how many run at once."""
+
+    slots: int
+
+    def seconds(self, usage: dict[str, Any]) -> float: ...
 
 
 class _Server(ThreadingHTTPServer):
@@ -131,6 +149,9 @@ class LLMTestServer:
         stall_s: float = 60.0,
         port: int = 0,
         host: str = "127.0.0.1",
+        latency_model: LatencyModel | None = None,
+        record: bool = True,
+        prefix_cache_prompts: int | None = None,
     ) -> None:
         if isinstance(replies, str):
             replies = [replies]
@@ -148,10 +169,17 @@ class LLMTestServer:
         self.fixed_cached_tokens = cached_tokens
         self.fixed_completion_tokens = completion_tokens
         self.stall_s = float(stall_s)
+        self.latency_model = latency_model
+        self._slots = threading.Semaphore(latency_model.slots) if latency_model else None
+        self.record = bool(record)
+        self.prefix_cache_prompts = prefix_cache_prompts
+        self._sorted_prompts: list[str] = []  # the emulated prefix cache, sorted
+        self._prompt_order: deque[str] = deque()  # insertion order, for eviction
+        self._payloads: dict[int, dict[str, Any]] = {}  # replies computed before the wait
+        self.n_requests = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._requests: list[dict[str, Any]] = []
-        self._prompts: list[str] = []
         self._faults: list[Fault] = []
         self.reply_errors: list[str] = []  # exceptions raised by a ``replies`` callable
         self._auth: list[str] = []
@@ -236,16 +264,50 @@ class LLMTestServer:
         prompt = "".join(_content_text(m.get("content")) for m in body.get("messages") or [])
         with self._lock:
             index = next(self._counter)
-            self._requests.append(body)
-            self._auth.append(auth)
+            self.n_requests += 1
+            if self.record:
+                self._requests.append(body)
+                self._auth.append(auth)
             fault = self._faults.pop(0) if self._faults else None
             cached_chars = 0
             if self.fixed_cached_tokens is None:  # only the emulated prefix cache needs it
-                cached_chars = max((_common_prefix(prompt, p) for p in self._prompts), default=0)
-            self._prompts.append(prompt)
+                cached_chars = self._cache_lookup(prompt)
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
         return index, fault, _Prompt(prompt, cached_chars)
+
+    def _cache_lookup(self, prompt: str) -> int:
+        """Longest common prefix with any cached prompt, then cache this one (under lock).
+
+        The longest common prefix of ``prompt`` with a set of strings is attained at one
+        of its two neighbours in sorted order, so a sorted list answers in O(log n)
+        comparisons instead of comparing with every earlier prompt.
+        """
+        cache = self._sorted_prompts
+        i = bisect.bisect_left(cache, prompt)
+        best = 0
+        if i > 0:
+            best = _common_prefix(prompt, cache[i - 1])
+        if i < len(cache):
+            best = max(best, _common_prefix(prompt, cache[i]))
+        cache.insert(i, prompt)
+        if self.prefix_cache_prompts is not None:
+            self._prompt_order.append(prompt)
+            while len(self._prompt_order) > self.prefix_cache_prompts:
+                old = self._prompt_order.popleft()
+                del cache[bisect.bisect_left(cache, old)]
+        return best
+
+    def _delay(self, body: dict[str, Any], index: int, prompt: _Prompt) -> bool:
+        """Wait as the latency settings say; True when the server is stopping."""
+        if self.latency_model is None:
+            return self.latency_s > 0 and self._stop.wait(self.latency_s)
+        payload = self._completion(body, index, prompt)
+        self._payloads[index] = payload
+        seconds = max(0.0, float(self.latency_model.seconds(payload["usage"])))
+        assert self._slots is not None
+        with self._slots:
+            return self._stop.wait(seconds) if seconds > 0 else False
 
     def _leave(self) -> None:
         with self._lock:
@@ -269,6 +331,9 @@ class LLMTestServer:
         }
 
     def _completion(self, body: dict[str, Any], index: int, prompt: _Prompt) -> dict[str, Any]:
+        ready = self._payloads.pop(index, None)  # computed before a modelled wait
+        if ready is not None:
+            return ready
         reply = str(self._reply(body, index))
         n = int(body.get("n") or 1)
         usage = self._usage(prompt.text, prompt.cached_chars, reply)

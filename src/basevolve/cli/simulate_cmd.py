@@ -1,0 +1,86 @@
+"""``basevolve simulate-server``: the simulated mutation LLM over the OpenAI protocol.
+
+Why: a dry run of a whole study (or a benchmark of the allocators) needs an LLM that
+behaves like the ones in the paper -- anchoring on algorithmic families, broad child
+fitness, broken replies -- but answers in milliseconds on a CPU (issue 13).  The model
+is documented in :mod:`basevolve.testing.sim.model`.  Prints the base URL on its first
+line, then serves until interrupted; point ``basevolve run --base-url URL`` at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from basevolve.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "simulate-server",
+        help="serve the simulated mutation LLM for a built-in task (OpenAI protocol)",
+        description="Serve a simulated LLM whose replies are real programs from the task's "
+                    "algorithmic families (paper, Appendix 'Case Studies').",
+    )
+    p.add_argument("--task", required=True,
+                   help="circle_packing, min_max_distance or heilbronn_triangle")
+    p.add_argument("--capability", type=float, default=1.0,
+                   help="scales how often the good families are written (1 = default, "
+                        "0.5 = a weak model, 2 = a strong one)")
+    p.add_argument("--broken-rate", type=float, default=0.08,
+                   help="fraction of replies that are broken (prose, syntax error, wrong "
+                        "entry function); default 0.08")
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = a free one)")
+    p.add_argument("--latency", default="0", metavar="SECONDS|tokens",
+                   help="seconds per reply (fixed), or 'tokens' for the prefill/decode "
+                        "model set by --prefill-tps, --decode-tps and --slots")
+    p.add_argument("--prefill-tps", type=float, default=5000.0,
+                   help="prompt tokens per second (uncached part), with --latency tokens")
+    p.add_argument("--decode-tps", type=float, default=50.0,
+                   help="generated tokens per second per request, with --latency tokens")
+    p.add_argument("--slots", type=int, default=8,
+                   help="requests served at once, with --latency tokens (others queue)")
+    p.set_defaults(func=cmd_simulate_server)
+
+
+def _latency(args: argparse.Namespace) -> tuple[float, Any]:
+    from basevolve.testing.sim import TokenRateLatency
+
+    if args.latency == "tokens":
+        return 0.0, TokenRateLatency(args.prefill_tps, args.decode_tps, args.slots)
+    try:
+        seconds = float(args.latency)
+    except ValueError:
+        raise ConfigError(f"--latency must be a number of seconds or 'tokens', got "
+                          f"{args.latency!r}") from None
+    if not 0 <= seconds <= 3600:
+        raise ConfigError(f"--latency must be between 0 and 3600 seconds, got {seconds}")
+    return seconds, None
+
+
+def cmd_simulate_server(args: argparse.Namespace) -> int:
+    from basevolve.testing.sim import simulated_server
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
+    latency_s, model = _latency(args)
+    try:
+        srv = simulated_server(args.task, capability=args.capability,
+                               broken_rate=args.broken_rate, latency_s=latency_s,
+                               latency_model=model, port=args.port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+                          "pick another --port or 0") from None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(srv.base_url, flush=True)
+    print(f"simulated {args.task} LLM (capability {args.capability}); Ctrl-C to stop",
+          file=sys.stderr, flush=True)
+    try:
+        srv.serve_forever()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        srv.close()
+    return 0

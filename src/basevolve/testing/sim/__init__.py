@@ -1,0 +1,16 @@
+"""A simulated mutation LLM for the built-in tasks (issue 13).
+
+:class:`SimulatedLLM` turns an OpenEvolve-style prompt into a reply holding a real
+Python program from one of the task's algorithmic families (paper, Appendix "Case
+Studies"); :func:`simulated_server` serves it over the OpenAI protocol through the
+project's test server.  The model and its parameters are documented in
+:mod:`basevolve.testing.sim.model`.  ``basevolve simulate-server`` is the command line.
+"""
+
+from __future__ import annotations
+
+from basevolve.testing.sim.latency import TokenRateLatency
+from basevolve.testing.sim.model import MODELS, Decision, Reply, SimulatedLLM
+from basevolve.testing.sim.server import simulated_server
+
+__all__ = ["MODELS", "Decision", "Reply", "SimulatedLLM", "TokenRateLatency", "simulated_server"]

@@ -1,0 +1,93 @@
+"""Run many engine runs against simulated LLM servers, several at a time (issue 13).
+
+This drives :func:`basevolve.engine.runner.start_run` directly -- the real engine, real
+sandbox pool, real SQLite store, real OpenAI client talking HTTP to
+``basevolve simulate-server`` processes -- because ``basevolve sweep`` has not landed
+yet.  A job is a plain ``RunConfig`` dict plus tags, so moving to the sweep command is a
+change of this one function (write the grid as a sweep file, run it, read the stores).
+
+Layout: one simulator *process* per (task, capability) (like a real inference server,
+and off this process's GIL); ``workers`` worker processes, each with one warm sandbox
+pool and its own store file ``runs-<pid>.sqlite`` in ``out_dir`` (one writer per SQLite
+file), each running its share of the jobs one after another.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+_POOL: Any = None
+
+
+@contextlib.contextmanager
+def simulator(task: str, capability: float, latency: str = "0") -> Iterator[str]:
+    """A ``basevolve simulate-server`` process; yields its base URL."""
+    cmd = [sys.executable, "-m", "basevolve", "simulate-server", "--task", task,
+           "--capability", str(capability), "--latency", latency]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise RuntimeError(f"simulate-server did not start (printed {url!r})")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _close_pool() -> None:
+    if _POOL is not None:
+        _POOL.close()
+
+
+def _run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One run in a worker process (the worker keeps one warm sandbox pool)."""
+    global _POOL
+    from basevolve.config import RunConfig
+    from basevolve.engine.runner import start_run
+    from basevolve.sandbox import SandboxConfig, SandboxPool
+
+    if _POOL is None:
+        _POOL = SandboxPool(SandboxConfig(workers=1))
+        atexit.register(_close_pool)
+    cfg = RunConfig(**job["config"])
+    store = Path(job["out_dir"]) / f"runs-{os.getpid()}.sqlite"
+    t0 = time.perf_counter()
+    summary = start_run(cfg, store, pool=_POOL)
+    return {**job["tags"], "run_id": cfg.run_id, "seed": cfg.seed,
+            "fitness": float(summary["best_score"]), "wall_s": time.perf_counter() - t0,
+            "store": str(store)}
+
+
+def run_grid(jobs: Sequence[dict[str, Any]], out_dir: Path, *, workers: int = 3,
+             latency: str = "0", progress: bool = True) -> list[dict[str, Any]]:
+    """Run every job (``{"config": RunConfig kwargs without base_url, "tags": {...},
+    "task", "capability"}``); one simulator per (task, capability) at a time."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for j in jobs:
+        groups.setdefault((j["config"]["task"], float(j["capability"])), []).append(j)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        for (task, cap), group in groups.items():
+            with simulator(task, cap, latency) as url:
+                futs = [ex.submit(_run_job, {**j, "out_dir": str(out_dir),
+                                             "config": {**j["config"], "base_url": url}})
+                        for j in group]
+                for i, f in enumerate(as_completed(futs), 1):
+                    rows.append(f.result())
+                    if progress and (i % 10 == 0 or i == len(futs)):
+                        print(f"  {task} capability {cap}: {i}/{len(futs)} runs "
+                              f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    return rows
