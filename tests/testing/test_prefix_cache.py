@@ -4,7 +4,6 @@ longest common prefix with any earlier prompt, and a bounded cache forgets old p
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 
 import numpy as np
@@ -21,7 +20,12 @@ def _cached(srv: LLMTestServer, text: str) -> int:
 
 
 def _lcp(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def test_cached_tokens_match_brute_force_longest_prefix() -> None:
