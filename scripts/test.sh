@@ -7,6 +7,6 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[dev,local,local-small]'
+python -m pip install -q -e '.[dev,local,local-small,ray]'
 ruff check src tests benchmarks
 python -m pytest "$@"

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "basevolve.cli.replay_cmd",
     "basevolve.cli.analyze_cmd",
     "basevolve.cli.simulate_cmd",
+    "basevolve.cli.sweep_cmd",
 )
 
 

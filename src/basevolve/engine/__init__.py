@@ -16,7 +16,14 @@ Public API::
 from __future__ import annotations
 
 from basevolve.engine.core import Engine
-from basevolve.engine.runner import probe_endpoint, resume_run, start_run
+from basevolve.engine.runner import (
+    probe_endpoint,
+    resume_run,
+    resume_run_async,
+    start_run,
+    start_run_async,
+)
 from basevolve.engine.state import call_seed
 
-__all__ = ["Engine", "call_seed", "probe_endpoint", "resume_run", "start_run"]
+__all__ = ["Engine", "call_seed", "probe_endpoint", "resume_run", "resume_run_async", "start_run",
+           "start_run_async"]

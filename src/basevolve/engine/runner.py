@@ -113,27 +113,66 @@ def _prepare(cfg: RunConfig, notify: Notify = _quiet) -> tuple[Any, Any, LLMSett
     return task, client, settings
 
 
+async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
+                 settings: LLMSettings, evaluator: SandboxEvaluator, *, resume: bool,
+                 progress: Progress | None) -> dict[str, Any]:
+    """Run the engine inside the caller's event loop; the summary as computed from the store."""
+    engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
+                    settings=settings, progress=progress)
+    await engine.run(resume=resume)
+    return build_summary(store, cfg, engine)
+
+
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
              pool: Any | None) -> dict[str, Any]:
     evaluator = SandboxEvaluator(task, pool)
-    engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
-                    settings=settings, progress=progress)
 
-    async def go() -> None:
+    async def go() -> dict[str, Any]:
         try:
-            await engine.run(resume=resume)
+            return await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
+                                progress=progress)
         finally:
             await client.aclose()
 
     try:
-        asyncio.run(go())
-        summary = build_summary(store, cfg, engine)
+        summary = asyncio.run(go())
         summary.update(write_outputs(summary, store, task, evaluator, out_dir))
         store.write_summary(cfg.run_id, summary)
         return summary
     finally:
         asyncio.run(evaluator.aclose())
+
+
+async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task: Any | None,
+                         client: Any | None, pool: Any | None,
+                         progress: Progress | None) -> dict[str, Any]:
+    """The async core of :func:`start_run_async` / :func:`resume_run_async`.
+
+    A ``client`` or ``pool`` passed in is shared with other runs and stays open; what is
+    created here is closed here.  No output files: ``write_outputs`` re-runs the best
+    program with its own loop, which a caller's running loop cannot host.
+    """
+    from basevolve.tasks import load_task
+
+    task = task if task is not None else load_task(cfg.task)
+    settings = llm_settings(cfg)
+    own_client = client is None
+    if own_client:
+        from basevolve.llm import make_client
+
+        client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
+    evaluator = SandboxEvaluator(task, pool)
+    try:
+        summary = await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
+                               progress=progress)
+        summary.update({"best_program": None, "picture": None})
+        store.write_summary(cfg.run_id, summary)
+        return summary
+    finally:
+        if own_client:
+            await client.aclose()
+        await evaluator.aclose()
 
 
 @contextmanager
@@ -225,3 +264,40 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
                f"store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
                         out_dir=out_dir, pool=pool) | {"resumed": True}
+
+
+async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,
+                          client: Any | None = None, pool: Any | None = None,
+                          progress: Progress | None = None) -> dict[str, Any]:
+    """:func:`start_run` inside a running event loop, for many runs in one process.
+
+    Why: a sweep (issue 11) drives many runs on one loop so they share one client per
+    endpoint (one in-flight limit) and one sandbox pool.  The caller has validated the
+    config, probed the endpoint, opened ``store`` and holds the run's lock; ``client``
+    (e.g. a limiter-wrapped shared client) and ``pool`` are borrowed, not closed.
+    """
+    store.create_run(cfg.run_id, cfg.to_dict(), active_params=_active_params(cfg, client))
+    return await _execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
+                                progress=progress)
+
+
+async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = None,
+                           client: Any | None = None, pool: Any | None = None,
+                           progress: Progress | None = None) -> dict[str, Any]:
+    """:func:`resume_run` inside a running event loop (see :func:`start_run_async`)."""
+    row = store.get_run(run_id)
+    if row is None:
+        raise ConfigError(f"run {run_id!r} is not in {str(store.path)!r}")
+    cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+    if row["status"] == "finished":
+        return build_summary(store, cfg, None) | {"resumed": False}
+    return await _execute_async(cfg, store, resume=True, task=task, client=client, pool=pool,
+                                progress=progress) | {"resumed": True}
+
+
+def _active_params(cfg: RunConfig, client: Any | None) -> float:
+    if client is not None:
+        return float(client.model_spec.active_params)
+    from basevolve.llm import resolve_model
+
+    return float(resolve_model(cfg.model, cfg.params).active_params)

@@ -1,0 +1,429 @@
+"""Sweep configuration: one TOML file, validated once, expanded into named runs (issue 11).
+
+The paper's study is a grid (Section "Experiment Setup"): models x tasks x budgets
+C in {8, ..., 512} x depths T in {1, 2, 4, ..., C} x 10 seeds, plus BaSE over protocols
+x allocators x K.  A sweep file names that grid::
+
+    [sweep]
+    name = "depth-breadth"
+    thresholds = [0.9, 0.99]          # tau of P(fitness >= tau); or {task = [...]}
+
+    [[endpoints]]                      # one in-flight limit per endpoint (default 16)
+    base_url = "http://127.0.0.1:8000/v1"
+    limit = 16
+
+    [defaults]                         # run options every block inherits
+    base_url = "http://127.0.0.1:8000/v1"
+
+    [[grid]]                           # one block = one product; blocks are concatenated
+    task = ["circle_packing", "min_max_distance"]
+    model = "qwen3-8b"
+    budget = [8, 16, 32]
+    depth = "powers-of-2"              # T in {1, 2, 4, ..., C} for each C
+    seeds = 10                         # seed = 0..9 (or seed = [..])
+    zip = [["model", "base_url"]]      # keys advanced together instead of crossed
+
+Every key of a block (or of ``[defaults]``) is a :class:`~basevolve.config.RunConfig`
+field (``task``, ``model``, ``base_url``, ``protocol``, ``protocol_params``,
+``allocator``, ``arms``, ``budget``, ``depth``, ``seed``, ``max_in_flight`` ...) plus
+``breadth`` (N, an alternative to ``depth``), ``seeds`` and ``zip``.  A list expands as
+a product; a scalar (or a table, for the ``*_params`` keys) is one value.
+
+Identity: each expanded run gets the id ``task-model-method-C{C}-T{T}-s{seed}-HASH``
+where HASH covers exactly the keys the file gives for that run (``base_url`` excepted:
+it says *where* the model is served, not *what* runs, so a server may move between
+sessions of one sweep).  Re-expanding the same file therefore names the same runs, and
+the sweep resumes them by id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from basevolve.config import RunConfig
+from basevolve.errors import ConfigError
+
+POWERS_OF_2 = "powers-of-2"
+DEFAULT_ENDPOINT_LIMIT = 16
+#: RunConfig fields a grid may name; ``run_id`` is derived, never given.
+RUN_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RunConfig) if f.name != "run_id")
+EXTRA_KEYS = ("breadth", "seeds", "zip")
+SWEEP_KEYS = ("name", "thresholds", "endpoint_limit", "sandbox_workers", "resamples")
+ENDPOINT_KEYS = ("base_url", "limit")
+TOP_KEYS = ("sweep", "endpoints", "defaults", "grid")
+#: Keys left out of a run's identity hash (see the module docstring).
+NOT_IDENTITY = ("base_url",)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
+    "dict": (dict,),
+}
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One expanded run: its validated config, its cell and where it was declared."""
+
+    config: RunConfig
+    cell: tuple[tuple[str, Any], ...]  # the run's coordinates without the seed
+    block: int  # index of its [[grid]] block
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @property
+    def endpoint(self) -> str:
+        return endpoint_key(self.config)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A validated sweep: its runs in file order plus sweep-wide settings."""
+
+    name: str
+    runs: tuple[SweepRun, ...]
+    limits: dict[str, int] = field(default_factory=dict)  # endpoint key -> in-flight limit
+    endpoint_limit: int = DEFAULT_ENDPOINT_LIMIT
+    thresholds: dict[str, tuple[float, ...]] = field(default_factory=dict)  # task ("*") -> taus
+    sandbox_workers: int | None = None
+    resamples: int = 1000
+    source: str = ""
+
+    def limit_of(self, endpoint: str) -> int:
+        return self.limits.get(endpoint, self.endpoint_limit)
+
+    def taus(self, task: str) -> tuple[float, ...]:
+        return self.thresholds.get(task, self.thresholds.get("*", ()))
+
+    @property
+    def endpoints(self) -> list[str]:
+        return sorted({r.endpoint for r in self.runs})
+
+
+def endpoint_key(cfg: RunConfig) -> str:
+    """The server a run's calls go to: its base URL, or the in-process embedded model."""
+    if cfg.base_url:
+        return cfg.base_url.rstrip("/")
+    return f"embedded:{cfg.model}"
+
+
+# ---------------------------------------------------------------------- loading
+def load_sweep(path: str | Path) -> SweepConfig:
+    """Read, validate and expand a sweep file; :class:`ConfigError` names the bad key."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"sweep config {str(p)!r} does not exist; write one with "
+                          "`basevolve sweep init --preset depth-breadth`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read sweep config {str(p)!r}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"sweep config {str(p)!r} is not valid TOML: {exc}") from None
+    return parse_sweep(data, source=str(p))
+
+
+def parse_sweep(data: dict[str, Any], *, source: str = "<sweep>") -> SweepConfig:
+    _known(data, TOP_KEYS, "", source)
+    head = _table(data.get("sweep", {}), "sweep", source)
+    _known(head, SWEEP_KEYS, "sweep.", source)
+    name = head.get("name", Path(source).stem or "sweep")
+    _type(name, (str,), "sweep.name", source)
+    limit = head.get("endpoint_limit", DEFAULT_ENDPOINT_LIMIT)
+    _positive(limit, "sweep.endpoint_limit", source)
+    workers = head.get("sandbox_workers")
+    if workers is not None:
+        _positive(workers, "sweep.sandbox_workers", source)
+    resamples = head.get("resamples", 1000)
+    _positive(resamples, "sweep.resamples", source)
+    thresholds = _thresholds(head.get("thresholds", []), source)
+    limits = _endpoints(data.get("endpoints", []), source)
+    defaults = _table(data.get("defaults", {}), "defaults", source)
+    _block_keys(defaults, "defaults", source)
+    if "zip" in defaults:
+        raise ConfigError(f"{source}: defaults.zip: zip groups belong in a [[grid]] block")
+    blocks = data.get("grid")
+    if blocks is None or blocks == []:
+        raise ConfigError(f"{source}: the sweep has no [[grid]] block, so it names no run; "
+                          "add one (see `basevolve sweep init`)")
+    if isinstance(blocks, dict):
+        blocks = [blocks]
+    if not isinstance(blocks, list):
+        raise ConfigError(f"{source}: grid must be an array of tables ([[grid]])")
+    runs: list[SweepRun] = []
+    seen: dict[str, str] = {}
+    for i, block in enumerate(blocks):
+        where = f"grid[{i}]"
+        block = _table(block, where, source)
+        _block_keys(block, where, source)
+        for run in _expand_block(_merge(defaults, block), i, where, source):
+            if run.run_id in seen:
+                raise ConfigError(f"{source}: {where} repeats run {run.run_id} of "
+                                  f"{seen[run.run_id]}; every run must be named once")
+            seen[run.run_id] = where
+            runs.append(run)
+    if not runs:
+        raise ConfigError(f"{source}: the grid expands to no run; give every key at least "
+                          "one value")
+    return SweepConfig(name=name, runs=tuple(runs), limits=limits, endpoint_limit=limit,
+                       thresholds=thresholds, sandbox_workers=workers, resamples=resamples,
+                       source=source)
+
+
+# ---------------------------------------------------------------------- expansion
+_ALTERNATIVES = (("seed", "seeds"), ("depth", "breadth"))
+
+
+def _merge(defaults: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
+    """Block keys override defaults; a block's ``seed`` also overrides default ``seeds``."""
+    merged = {**defaults, **block}
+    for a, b in _ALTERNATIVES:
+        if a in block and b not in block:
+            merged.pop(b, None)
+        if b in block and a not in block:
+            merged.pop(a, None)
+    return merged
+
+
+def _expand_block(block: dict[str, Any], index: int, where: str,
+                  source: str) -> list[SweepRun]:
+    block = dict(block)
+    zips = block.pop("zip", [])
+    if "seeds" in block:
+        if "seed" in block:
+            raise ConfigError(f"{source}: {where}: give seed or seeds, not both")
+        n = block.pop("seeds")
+        _positive(n, f"{where}.seeds", source)
+        block["seed"] = list(range(n))
+    if "depth" in block and "breadth" in block:
+        raise ConfigError(f"{source}: {where}: give depth or breadth, not both (C = T x N)")
+    values = {k: _values(k, v, where, source) for k, v in block.items()}
+    groups = _zip_groups(zips, values, where, source)
+    factors: list[list[dict[str, Any]]] = []
+    grouped = {k for g in groups for k in g}
+    done: set[str] = set()
+    for key in values:
+        if key in done:
+            continue
+        group = next((g for g in groups if key in g), None)
+        if group is None:
+            factors.append([{key: v} for v in values[key]])
+            done.add(key)
+        else:
+            factors.append([dict(zip(group, vs, strict=True))
+                            for vs in zip(*(values[k] for k in group), strict=True)])
+            done.update(group)
+    assert grouped <= done
+    runs: list[SweepRun] = []
+    for combo in itertools.product(*factors):
+        given: dict[str, Any] = {}
+        for part in combo:
+            given.update(part)
+        for spec in _resolve_depths(given, where, source):
+            runs.append(_make_run(spec, index, where, source))
+    return runs
+
+
+def _values(key: str, value: Any, where: str, source: str) -> list[Any]:
+    """The values of one grid key; a list expands, anything else is one value."""
+    vals = value if isinstance(value, list) else [value]
+    if not vals:
+        raise ConfigError(f"{source}: {where}.{key} is an empty list, so the grid expands to "
+                          "no run; give at least one value")
+    if key == "depth":
+        for v in vals:
+            if v != POWERS_OF_2 and (isinstance(v, bool) or not isinstance(v, int)):
+                raise ConfigError(f"{source}: {where}.depth must be an integer or "
+                                  f"{POWERS_OF_2!r}, got {v!r}")
+        return vals
+    if key == "breadth":
+        for v in vals:
+            _positive(v, f"{where}.breadth", source)
+        return vals
+    ann = _annotation(key)
+    for v in vals:
+        if v is None:
+            continue
+        expected = _TYPES.get(ann)
+        if expected is not None and not _isinstance(v, expected):
+            raise ConfigError(f"{source}: {where}.{key} must be {_an(ann)}, got {v!r}")
+    return vals
+
+
+def _resolve_depths(given: dict[str, Any], where: str, source: str) -> list[dict[str, Any]]:
+    budget = given.get("budget")
+    if budget is None:
+        raise ConfigError(f"{source}: {where}: no budget; every run needs budget = C")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"{source}: {where}.budget must be an integer >= 1, got {budget!r}")
+    if "breadth" in given:
+        n = given.pop("breadth")
+        if budget % n:
+            raise ConfigError(f"{source}: {where}: breadth {n} does not divide budget {budget} "
+                              "(C = T x N)")
+        given["depth"] = budget // n
+    if given.get("depth") == POWERS_OF_2:
+        out = []
+        for t in powers_of_two(budget):
+            out.append({**given, "depth": t})
+        return out
+    return [given]
+
+
+def powers_of_two(budget: int) -> list[int]:
+    """T in {1, 2, 4, ..., C} (paper Section 4): the powers of 2 dividing C, then C itself."""
+    ts, t = [], 1
+    while t < budget and budget % t == 0:
+        ts.append(t)
+        t *= 2
+    return [*ts, budget]
+
+
+def _make_run(given: dict[str, Any], index: int, where: str, source: str) -> SweepRun:
+    if "task" not in given:
+        raise ConfigError(f"{source}: {where}: no task; every run needs a task")
+    identity = {k: v for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
+    run_id = "-".join([*_readable(given), digest.hexdigest()[:8]])
+    try:
+        cfg = RunConfig(**given, run_id=run_id)
+    except ConfigError as exc:
+        shown = ", ".join(f"{k}={v}" for k, v in given.items() if k in
+                          ("task", "model", "protocol", "allocator", "arms", "budget", "depth"))
+        raise ConfigError(f"{source}: {where} ({shown}): {exc}") from None
+    except TypeError as exc:  # a value of the wrong kind reached the dataclass
+        raise ConfigError(f"{source}: {where}: {exc}") from None
+    cell = tuple((k, _hashable(v)) for k, v in sorted(identity.items()) if k != "seed")
+    return SweepRun(cfg, cell, index)
+
+
+def _readable(given: dict[str, Any]) -> list[str]:
+    method = str(given.get("protocol", "greedy"))
+    alloc = given.get("allocator", "single")
+    if alloc != "single":
+        method += f"+{alloc}-K{given.get('arms', 1)}"
+    parts = [str(given["task"]), str(given.get("model", "embedded")), method,
+             f"C{given['budget']}", f"T{given.get('depth', given['budget'])}",
+             f"s{given.get('seed', 0)}"]
+    return [re.sub(r"[^A-Za-z0-9._+-]+", "_", p).strip("_") or "x" for p in parts]
+
+
+# ---------------------------------------------------------------------- helpers
+def _zip_groups(zips: Any, values: dict[str, list[Any]], where: str,
+                source: str) -> list[tuple[str, ...]]:
+    if not isinstance(zips, list) or not all(isinstance(g, list) for g in zips):
+        raise ConfigError(f"{source}: {where}.zip must be a list of key lists, e.g. "
+                          '[["model", "base_url"]]')
+    groups: list[tuple[str, ...]] = []
+    used: set[str] = set()
+    for g in zips:
+        if len(g) < 2:
+            raise ConfigError(f"{source}: {where}.zip group {g!r} needs at least two keys")
+        for k in g:
+            if k not in values:
+                raise ConfigError(f"{source}: {where}.zip names {k!r}, which the block does "
+                                  "not give")
+            if k in used:
+                raise ConfigError(f"{source}: {where}.zip names {k!r} in two groups")
+            used.add(k)
+        lengths = {k: len(values[k]) for k in g}
+        if len(set(lengths.values())) != 1:
+            shown = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise ConfigError(f"{source}: {where}.zip group {g!r} needs lists of equal "
+                              f"length, got {shown}")
+        groups.append(tuple(g))
+    return groups
+
+
+def _thresholds(value: Any, source: str) -> dict[str, tuple[float, ...]]:
+    def taus(v: Any, key: str) -> tuple[float, ...]:
+        if not isinstance(v, list) or not all(_isinstance(x, (int, float)) for x in v):
+            raise ConfigError(f"{source}: {key} must be a list of numbers, got {v!r}")
+        return tuple(float(x) for x in v)
+
+    if isinstance(value, dict):
+        return {task: taus(v, f"sweep.thresholds.{task}") for task, v in value.items()}
+    return {"*": taus(value, "sweep.thresholds")}
+
+
+def _endpoints(value: Any, source: str) -> dict[str, int]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{source}: endpoints must be an array of tables ([[endpoints]])")
+    limits: dict[str, int] = {}
+    for i, ep in enumerate(value):
+        ep = _table(ep, f"endpoints[{i}]", source)
+        _known(ep, ENDPOINT_KEYS, f"endpoints[{i}].", source)
+        url = ep.get("base_url")
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{source}: endpoints[{i}].base_url must be a URL string")
+        limit = ep.get("limit", DEFAULT_ENDPOINT_LIMIT)
+        _positive(limit, f"endpoints[{i}].limit", source)
+        limits[url.rstrip("/")] = limit
+    return limits
+
+
+def _block_keys(block: dict[str, Any], where: str, source: str) -> None:
+    _known(block, RUN_KEYS + EXTRA_KEYS, f"{where}.", source)
+
+
+def _known(table: dict[str, Any], known: tuple[str, ...], prefix: str, source: str) -> None:
+    for key in table:
+        if key not in known:
+            raise ConfigError(f"{source}: unknown key {prefix}{key}; known keys: "
+                              f"{', '.join(known)}")
+
+
+def _table(value: Any, where: str, source: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: {where} must be a table, got {value!r}")
+    return value
+
+
+def _positive(value: Any, where: str, source: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{source}: {where} must be an integer >= 1, got {value!r}")
+
+
+def _type(value: Any, types: tuple[type, ...], where: str, source: str) -> None:
+    if not _isinstance(value, types):
+        raise ConfigError(f"{source}: {where} has the wrong type: {value!r}")
+
+
+def _isinstance(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in types:
+        return False
+    return isinstance(value, types)
+
+
+def _annotation(key: str) -> str:
+    ann = str(next(f.type for f in fields(RunConfig) if f.name == key))
+    base = ann.split("|")[0].strip()
+    return base.split("[")[0]
+
+
+def _an(ann: str) -> str:
+    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
+            "dict": "a table"}.get(ann, ann)
+
+
+def _hashable(v: Any) -> Any:
+    return json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+
+
+def cell_label(cell: tuple[tuple[str, Any], ...]) -> str:
+    """``task=cp model=m C=8 T=2`` -- a cell's coordinates, short names for C/T/N."""
+    short = {"budget": "C", "depth": "T", "arms": "K"}
+    return " ".join(f"{short.get(k, k)}={v}" for k, v in cell)
+
+
+__all__ = ["POWERS_OF_2", "SweepConfig", "SweepRun", "cell_label", "endpoint_key",
+           "load_sweep", "parse_sweep", "powers_of_two"]

@@ -1,0 +1,87 @@
+"""Which runs a sweep still has to do, and in what order (issue 11, part 2).
+
+Order: longest critical path first.  A run's wall time is bounded below by its
+sequential rounds, about C / width calls one after another, where width is how many
+calls it can have in flight (N for greedy, K x N for BaSE over greedy trajectories, the
+run's ``max_in_flight`` for protocols that are asynchronous).  Starting the longest
+chains first and filling the endpoint with the wide runs is the classic
+longest-processing-time-first rule: the grid's tail is one short run, not a T = C run
+started last.  The same rank is the call priority at the endpoint limiter.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from basevolve.config import RunConfig
+from basevolve.errors import StoreError
+from basevolve.sweep.config import NOT_IDENTITY, SweepConfig, SweepRun
+
+#: Runs admitted per endpoint until their widths add up to this many times its limit.
+#: Why more than 1x: a greedy run has no call in flight while its generation is being
+#: evaluated, so exactly 1x would leave slots idle; why bounded at all: every admitted
+#: run holds engine state and, when the process dies, in-flight calls to re-issue.
+ADMIT_FACTOR = 2.0
+
+
+def width(cfg: RunConfig) -> int:
+    """Calls the run can have in flight at once (an estimate for ordering/admission)."""
+    if cfg.protocol == "greedy":
+        w = cfg.arms * cfg.breadth
+    else:  # island-style protocols may keep max_in_flight proposals outstanding
+        w = cfg.max_in_flight
+    arm_cap = getattr(cfg, "arm_in_flight", None)
+    if arm_cap:
+        w = min(w, cfg.arms * arm_cap)
+    return max(1, min(w, cfg.max_in_flight, cfg.budget))
+
+
+def rounds(cfg: RunConfig) -> float:
+    """Sequential rounds of LLM calls: the run's critical path in service times."""
+    return cfg.budget / width(cfg)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    run: SweepRun
+    rank: int  # 0 = first to start and first served at the endpoint
+    action: str  # "start" | "resume" | "done"
+
+
+def plan(sweep: SweepConfig, stored: dict[str, dict[str, Any]]) -> list[PlannedRun]:
+    """Every run of the sweep with its rank and what to do; refuses id clashes.
+
+    ``stored`` maps run ids already in the store to their ``runs`` row.  A stored run
+    whose config differs from the expanded one (someone reused the id by hand) is
+    refused: resuming it would mix two experiments under one name.
+    """
+    order = sorted(range(len(sweep.runs)),
+                   key=lambda i: (-rounds(sweep.runs[i].config), i))
+    out = []
+    for rank, i in enumerate(order):
+        run = sweep.runs[i]
+        row = stored.get(run.run_id)
+        if row is None:
+            action = "start"
+        else:
+            check_same(run, json.loads(row["config_json"]))
+            action = "done" if row["status"] == "finished" else "resume"
+        out.append(PlannedRun(run, rank, action))
+    return out
+
+
+def check_same(run: SweepRun, stored: dict[str, Any]) -> None:
+    expected = run.config.to_dict()
+    for key, value in expected.items():
+        if key in NOT_IDENTITY or key == "run_id" or key not in stored:
+            continue
+        if stored[key] != value:
+            raise StoreError(
+                f"run {run.run_id!r} is already in the store with {key} = {stored[key]!r}, "
+                f"but the sweep config gives {value!r}; use another --store or remove the "
+                "clash from the config")
+
+
+__all__ = ["ADMIT_FACTOR", "PlannedRun", "plan", "rounds", "width"]

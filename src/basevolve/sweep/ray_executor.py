@@ -1,0 +1,205 @@
+"""The Ray executor: a sweep's runs spread over a Ray cluster (issue 11, part 3).
+
+``pip install 'basevolve[ray]'``, then ``basevolve sweep CONFIG --store FILE --executor
+ray --address auto|HOST:PORT``.  Layout:
+
+* one :class:`NodeRunner` actor per node (pinned with ``NodeAffinitySchedulingStrategy``)
+  runs many runs on its own asyncio loop with **its node's sandbox pool** and one client
+  per endpoint -- the local executor's machinery, per node;
+* one :class:`LimiterActor` per endpoint holds that endpoint's in-flight limit for the
+  **whole cluster**: every call on every node acquires a slot from it (with its run's
+  rank), so 16 means 16 however many nodes there are;
+* **results reach the single store through the driver.**  A node writes each run to a
+  node-local scratch store (the engine needs a local SQLite file for its write-ahead
+  durability, and SQLite must not be shared over a network file system); when the run
+  is complete the node returns its rows and the driver imports them into the sweep's
+  store in one transaction (:func:`basevolve.store.transfer.import_run`).  Why not
+  per-node stores merged at the end: the sweep store then shows every finished run as
+  soon as it finishes (``--status``, the dashboard), and a driver killed half-way has
+  lost nothing that finished.  The driver is the store's only writer.
+
+Killing the driver and rerunning resumes: finished runs are in the store and skipped;
+an unfinished run resumes from its scratch store when it is scheduled on the node that
+holds it (the driver asks each node which runs it holds) and otherwise starts afresh on
+another node -- either way the stored run has exactly C calls.  Runs left unfinished by
+the *local* executor live in the sweep store itself; finish those with the local
+executor first (the driver refuses them with that advice rather than duplicating them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from pathlib import Path
+from typing import Any
+
+from basevolve.errors import ConfigError
+from basevolve.sweep.config import SweepConfig
+from basevolve.sweep.plan import ADMIT_FACTOR, PlannedRun, width
+from basevolve.sweep.progress import SweepProgress
+
+POLL_S = 0.5  # how often the driver collects finished runs and node snapshots
+
+
+class RaySession:
+    """A connection to Ray; ``close`` shuts it down only if this session started it."""
+
+    def __init__(self, ray: Any, owned: bool) -> None:
+        self.ray, self.owned = ray, owned
+
+    def close(self) -> None:
+        if self.owned and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray: pip install 'basevolve[ray]'") from None
+    return ray
+
+
+def connect(address: str | None) -> RaySession:
+    """Reach the cluster (or reuse a Ray initialised in this process) -- fast, clearly."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return RaySession(ray, owned=False)
+    address = address or "auto"
+    if address != "auto":
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"--address {address!r} must be auto or HOST:PORT "
+                              "(the head node's GCS port, 6379 by default)")
+        try:
+            socket.create_connection((host, int(port)), timeout=5.0).close()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot reach the Ray cluster at {address!r} ({exc.strerror or exc}); start "
+                "it with `ray start --head` on the head node, or fix --address") from None
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"cannot connect to the Ray cluster at {address!r}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else exc}; start it with "
+                          "`ray start --head`, or fix --address") from None
+    return RaySession(ray, owned=True)
+
+
+def default_scratch(store_path: str | Path) -> str:
+    """Node-local scratch folder, one per sweep store (same path on every node)."""
+    from platformdirs import user_cache_dir
+
+    key = hashlib.sha256(str(Path(store_path).resolve()).encode()).hexdigest()[:16]
+    return str(Path(user_cache_dir("basevolve")) / "sweep-scratch" / key)
+
+
+def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Path,
+            progress: SweepProgress, *, session: RaySession,
+            scratch_dir: str | Path | None = None) -> tuple[dict[str, dict[str, Any]],
+                                                           dict[str, Any]]:
+    """Drive every planned run on the cluster; import each into the store as it ends."""
+    from basevolve.engine.summary import build_summary
+    from basevolve.store import RunStore
+    from basevolve.store.transfer import import_run
+    from basevolve.sweep.locks import RunLocks
+    from basevolve.sweep.ray_actors import actor_classes
+
+    ray = session.ray
+    stale = [p.run.run_id for p in planned if p.action == "resume"]
+    if stale:
+        raise ConfigError(
+            f"{len(stale)} run(s) of this sweep were left unfinished in {str(store_path)!r} by "
+            f"the local executor (e.g. {stale[0]}); finish them with `basevolve sweep "
+            f"{sweep.source} --store {store_path}`, then rerun with --executor ray")
+    LimiterActor, NodeRunner = actor_classes(ray)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    scratch = str(scratch_dir or default_scratch(store_path))
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
+    if not nodes:
+        raise ConfigError("the Ray cluster has no alive node with a CPU to run sweeps on")
+    runners = [NodeRunner.options(
+        num_cpus=1, max_concurrency=100_000,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+    ).remote(scratch, sweep.sandbox_workers) for n in nodes]
+    limiters = {ep: LimiterActor.options(num_cpus=0, max_concurrency=100_000).remote(
+        sweep.limit_of(ep)) for ep in sweep.endpoints}
+    held = ray.get([r.held.remote() for r in runners])  # run ids in each node's scratch
+    home = {rid: i for i, ids in enumerate(held) for rid in ids}
+
+    outcomes: dict[str, dict[str, Any]] = {}
+    queue = [p for p in planned if p.action != "done"]
+    busy: dict[str, float] = {}
+    load = [0.0] * len(runners)
+    active: dict[Any, tuple[PlannedRun, int]] = {}
+    with RunStore(store_path) as store, RunLocks(store_path) as locks:
+        def admit() -> None:
+            for p in list(queue):
+                ep = p.run.endpoint
+                if busy.get(ep) and busy[ep] >= ADMIT_FACTOR * sweep.limit_of(ep):
+                    continue
+                queue.remove(p)
+                if not locks.try_lock(p.run.run_id):
+                    outcomes[p.run.run_id] = {"status": "busy",
+                                              "error": "driven by another process"}
+                    progress.skipped(p.run.run_id, "another process drives it")
+                    continue
+                i = home.get(p.run.run_id, min(range(len(runners)), key=load.__getitem__))
+                w = width(p.run.config)
+                busy[ep] = busy.get(ep, 0.0) + w
+                load[i] += w
+                ref = runners[i].run.remote(p.run.config.to_dict(), p.rank, limiters[ep], i)
+                active[ref] = (p, i)
+                progress.started_run(p.run.run_id)
+
+        try:
+            admit()
+            while active:
+                done, _ = ray.wait(list(active), num_returns=1, timeout=POLL_S)
+                for ref in done:
+                    p, i = active.pop(ref)
+                    busy[p.run.endpoint] -= width(p.run.config)
+                    load[i] -= width(p.run.config)
+                    _collect(ray, ref, p, i, runners, limiters, store, outcomes, progress,
+                             import_run, build_summary)
+                    locks.unlock(p.run.run_id)
+                for snaps in ray.get([r.snapshots.remote() for r in runners]):
+                    for snap in snaps:
+                        progress.update(snap)
+                admit()
+            stats = ray.get([lim.stats.remote() for lim in limiters.values()])
+        finally:
+            for ref in active:
+                ray.cancel(ref, force=True)
+    return outcomes, dict(zip(limiters, stats, strict=True))
+
+
+def _collect(ray: Any, ref: Any, p: PlannedRun, node: int, runners: list[Any],
+             limiters: dict[str, Any], store: Any, outcomes: dict[str, dict[str, Any]],
+             progress: SweepProgress, import_run: Any, build_summary: Any) -> None:
+    rid = p.run.run_id
+    try:
+        rows = ray.get(ref)
+    except ray.exceptions.RayActorError as exc:  # the node died: its slots die with it
+        for lim in limiters.values():
+            lim.release_owner.remote(node)
+        outcomes[rid] = {"status": "failed", "error": f"node lost ({exc}); rerun to retry"}
+        progress.failed(rid, outcomes[rid]["error"])
+        return
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None) or exc
+        outcomes[rid] = {"status": "failed", "error": str(cause).splitlines()[-1]}
+        progress.failed(rid, outcomes[rid]["error"])
+        return
+    import_run(store, rows)
+    summary = build_summary(store, p.run.config, None)
+    summary["wall_s"] = rows.get("wall_s")
+    summary.update({"best_program": None, "picture": None, "node": node})
+    store.write_summary(rid, summary)
+    runners[node].forget.remote(rid)
+    outcomes[rid] = {"status": "finished", "summary": summary}
+    progress.finished(rid, summary)
+
+
+__all__ = ["RaySession", "connect", "default_scratch", "run_ray"]

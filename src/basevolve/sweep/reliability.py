@@ -1,0 +1,70 @@
+"""End-of-sweep reliability summary per cell (issue 11, part 5).
+
+The paper's message (Sections 5-6, Appendix "Distribution"): a run is a draw, so a
+configuration is described by the distribution of its runs' final fitness, not by its
+best run.  Per cell (the run config without the seed): n finished runs, mean, IQM,
+the 95% stratified-bootstrap CI of the mean (rliable protocol, via
+:func:`basevolve.analysis.stats.describe`) and P(fitness >= tau), the share of runs
+reaching each threshold of the config.  Fitness is the run's final best score
+including the initial program, as in :func:`basevolve.store.export.runs_table`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from basevolve.analysis.stats import describe
+from basevolve.sweep.config import SweepConfig
+from basevolve.sweep.progress import cell_labels
+from basevolve.sweep.status import read_state
+
+
+def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict[str, Any]]:
+    """One row per cell with at least one finished run (cells in file order)."""
+    stored = read_state(store_path)
+    labels = cell_labels(sweep.runs)
+    by_cell: dict[Any, list[float]] = {}
+    task_of: dict[Any, str] = {}
+    for run in sweep.runs:
+        task_of[run.cell] = run.config.task
+        row = stored.get(run.run_id)
+        if row and row["status"] == "finished" and row["best"] is not None:
+            by_cell.setdefault(run.cell, []).append(float(row["best"]))
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cell, scores in by_cell.items():
+        x = np.asarray(scores)
+        d = describe(x, rng, reps=sweep.resamples)
+        taus = sweep.taus(task_of[cell])
+        rows.append({
+            "cell": labels[cell], "task": task_of[cell], "n": d["n"], "mean": d["mean"],
+            "iqm": d["iqm"], "ci_low": d["ci_low"], "ci_high": d["ci_high"],
+            "p_reach": {f"{t:g}": float(np.mean(x >= t)) for t in taus},
+        })
+    return rows
+
+
+def render_reliability(rows: list[dict[str, Any]], store_path: str) -> str:
+    if not rows:
+        return "no finished run yet; nothing to summarise"
+    taus = sorted({t for r in rows for t in r["p_reach"]}, key=float)
+    width = max(len(r["cell"]) for r in rows)
+    head = f"{'cell':<{width}}  {'n':>3}  {'mean':>7}  {'IQM':>7}  {'95% CI':>17}"
+    head += "".join(f"  {'P>=' + t:>8}" for t in taus)
+    lines = ["reliability per cell (a run is a draw: n runs, mean, IQM, bootstrap CI):",
+             head]
+    for r in rows:
+        ci = f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+        line = (f"{r['cell']:<{width}}  {r['n']:>3}  {r['mean']:7.4f}  {r['iqm']:7.4f}  "
+                f"{ci:>17}")
+        line += "".join(f"  {r['p_reach'][t]:8.2f}" if t in r["p_reach"] else f"  {'-':>8}"
+                        for t in taus)
+        lines.append(line)
+    lines.append("")
+    lines.append(f"full tables and figures: basevolve report --store {store_path} --out report/")
+    return "\n".join(lines)
+
+
+__all__ = ["reliability", "render_reliability"]

@@ -1,0 +1,127 @@
+"""``basevolve sweep CONFIG --store FILE --status``: where a sweep stands (issue 11, part 4).
+
+Works while the sweep runs in another process: the store is opened read-only
+(``mode=ro``; SQLite WAL lets readers run beside the writer) and run locks are only
+*tested* (``F_GETLK``), never taken, so looking can neither block nor disturb the
+sweep.  A run the store says is ``running`` but whose lock is free was left behind by
+a process that died: it is reported as ``interrupted`` (the next sweep resumes it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from basevolve.errors import StoreError
+from basevolve.store.schema import inspect_file
+from basevolve.sweep.config import SweepConfig
+from basevolve.sweep.locks import holder
+from basevolve.sweep.progress import cell_labels
+
+STATES = ("finished", "running", "interrupted", "failed", "pending")
+
+
+def read_state(store_path: str | Path) -> dict[str, dict[str, Any]]:
+    """Per stored run: status, error, config_json, counted calls, FLOPs, best score."""
+    path = Path(store_path)
+    if inspect_file(path) == "new":
+        return {}
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
+    con.row_factory = sqlite3.Row
+    try:
+        runs = {r["run_id"]: dict(r) for r in con.execute(
+            "SELECT run_id, status, error, config_json, budget FROM runs")}
+        for r in con.execute("SELECT run_id, coalesce(sum(counted),0) AS calls, "
+                             "coalesce(sum(flops),0) AS flops FROM calls GROUP BY run_id"):
+            if r["run_id"] in runs:
+                runs[r["run_id"]].update(calls=int(r["calls"]), flops=float(r["flops"]))
+        for r in con.execute("SELECT run_id, max(score) AS best FROM programs GROUP BY run_id"):
+            if r["run_id"] in runs:
+                runs[r["run_id"]]["best"] = r["best"]
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
+    finally:
+        con.close()
+    for r in runs.values():
+        r.setdefault("calls", 0)
+        r.setdefault("flops", 0.0)
+        r.setdefault("best", None)
+    return runs
+
+
+def sweep_status(sweep: SweepConfig, store_path: str | Path) -> dict[str, Any]:
+    """The status document (``--status --json`` prints it as is)."""
+    stored = read_state(store_path)
+    labels = cell_labels(sweep.runs)
+    counts = dict.fromkeys(STATES, 0)
+    cells: dict[Any, dict[str, Any]] = {}
+    runs = []
+    calls = flops = 0.0
+    for run in sweep.runs:
+        row = stored.get(run.run_id)
+        state = _state(row, store_path, run.run_id)
+        counts[state] += 1
+        c = row["calls"] if row else 0
+        calls += c
+        flops += row["flops"] if row else 0.0
+        best = row["best"] if row else None
+        runs.append({"run_id": run.run_id, "cell": labels[run.cell], "status": state,
+                     "calls": c, "budget": run.config.budget, "best": best,
+                     "error": row.get("error") if row and state == "failed" else None})
+        cell = cells.setdefault(run.cell, {"cell": labels[run.cell], "runs": 0,
+                                           **dict.fromkeys(STATES, 0), "best": None})
+        cell["runs"] += 1
+        cell[state] += 1
+        if best is not None and (cell["best"] is None or best > cell["best"]):
+            cell["best"] = best
+    return {
+        "sweep": sweep.name, "store": str(store_path), "runs_total": len(sweep.runs),
+        "runs": counts, "calls": int(calls),
+        "calls_total": sum(r.config.budget for r in sweep.runs), "flops": flops,
+        "complete": counts["finished"] == len(sweep.runs),
+        "cells": list(cells.values()), "run_list": runs,
+    }
+
+
+def _state(row: dict[str, Any] | None, store_path: str | Path, run_id: str) -> str:
+    if row is None:  # the Ray executor writes a run when it is complete; a held lock
+        return "running" if holder(store_path, run_id) else "pending"  # means in progress
+    status = row["status"]
+    if status == "finished":
+        return "finished"
+    if status == "failed":
+        return "failed"
+    return "running" if holder(store_path, run_id) else (
+        "pending" if status == "created" and not row["calls"] else "interrupted")
+
+
+def render_status(doc: dict[str, Any]) -> str:
+    r = doc["runs"]
+    lines = [
+        f"sweep {doc['sweep']} in {doc['store']}: {r['finished']}/{doc['runs_total']} runs "
+        f"finished, {r['running']} running, {r['interrupted']} interrupted, {r['failed']} "
+        f"failed, {r['pending']} not started",
+        f"calls {doc['calls']}/{doc['calls_total']}, effective FLOPs {doc['flops']:.4g}",
+        "",
+    ]
+    width = max([len(c["cell"]) for c in doc["cells"]] + [4])
+    lines.append(f"{'cell':<{width}}  finished  running  best")
+    for c in doc["cells"]:
+        best = "-" if c["best"] is None else f"{c['best']:.4f}"
+        lines.append(f"{c['cell']:<{width}}  {c['finished']:>4}/{c['runs']:<3}  "
+                     f"{c['running']:>7}  {best}")
+    failed = [x for x in doc["run_list"] if x["status"] == "failed"]
+    for x in failed[:10]:
+        lines.append(f"failed: {x['run_id']}: {x['error']}")
+    if not doc["complete"]:
+        lines.append("")
+        lines.append("rerun the same `basevolve sweep` command to finish the rest "
+                     "(finished runs are skipped, interrupted ones resumed)")
+    return "\n".join(lines)
+
+
+__all__ = ["read_state", "render_status", "sweep_status"]
