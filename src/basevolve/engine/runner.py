@@ -274,9 +274,15 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     Why: a sweep (issue 11) drives many runs on one loop so they share one client per
     endpoint (one in-flight limit) and one sandbox pool.  The caller has validated the
     config, probed the endpoint, opened ``store`` and holds the run's lock; ``client``
-    (e.g. a limiter-wrapped shared client) and ``pool`` are borrowed, not closed.
+    (e.g. a limiter-wrapped shared client) and ``pool`` are borrowed, not closed.  The
+    task's identity is stored as :func:`start_run` stores it.
     """
-    store.create_run(cfg.run_id, cfg.to_dict(), active_params=_active_params(cfg, client))
+    from basevolve.tasks import load_task
+    from basevolve.tasks.identity import task_identity
+
+    task = task if task is not None else load_task(cfg.task)
+    store.create_run(cfg.run_id, cfg.to_dict(), active_params=_active_params(cfg, client),
+                     task=task_identity(cfg.task, task).to_dict())
     return await _execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
                                 progress=progress)
 
@@ -284,13 +290,22 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
 async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = None,
                            client: Any | None = None, pool: Any | None = None,
                            progress: Progress | None = None) -> dict[str, Any]:
-    """:func:`resume_run` inside a running event loop (see :func:`start_run_async`)."""
+    """:func:`resume_run` inside a running event loop (see :func:`start_run_async`).
+
+    A changed task is refused as :func:`resume_run` refuses it (no override here).
+    """
+    from basevolve.tasks import load_task
+    from basevolve.tasks.identity import check_resume, task_identity
+
     row = store.get_run(run_id)
     if row is None:
         raise ConfigError(f"run {run_id!r} is not in {str(store.path)!r}")
     cfg = RunConfig.from_dict(json.loads(row["config_json"]))
     if row["status"] == "finished":
         return build_summary(store, cfg, None) | {"resumed": False}
+    task = task if task is not None else load_task(cfg.task)
+    check_resume(run_id, row.get("task_sha256"), task_identity(cfg.task, task),
+                 allow_change=False)
     return await _execute_async(cfg, store, resume=True, task=task, client=client, pool=pool,
                                 progress=progress) | {"resumed": True}
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError
+from basevolve.tasks.identity import resolve_task_spec
 
 POWERS_OF_2 = "powers-of-2"
 DEFAULT_ENDPOINT_LIMIT = 16
@@ -294,6 +295,9 @@ def _make_run(given: dict[str, Any], index: int, where: str, source: str) -> Swe
     identity = {k: v for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
     run_id = "-".join([*_readable(given), digest.hexdigest()[:8]])
+    # A task file runs by absolute path (resume from anywhere); the id keeps the path as
+    # written, so moving the sweep folder does not rename its runs.
+    given = {**given, "task": resolve_task_spec(str(given["task"]))}
     try:
         cfg = RunConfig(**given, run_id=run_id)
     except ConfigError as exc:
