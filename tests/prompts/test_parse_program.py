@@ -100,3 +100,22 @@ def test_shinka_tagged_reply():
     assert extract_tag(reply, "NAME") == "zeros_v2"
     assert extract_tag(reply, "MISSING") is None
     assert extract_program(extract_tag(reply, "CODE"), entry="run").code == PROG
+
+
+def test_transient_ast_system_error_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11's AST depth counter can raise SystemError under threads
+    (python/cpython#106905); the parser retries instead of failing the run."""
+    import ast
+
+    real, calls = ast.parse, []
+
+    def flaky(code: str, *a: object, **k: object) -> ast.Module:
+        calls.append(code)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=117, after=53)")
+        return real(code, *a, **k)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    code = "def f():\n    return 12345  # unique to this test\n"
+    parsed = extract_program(f"```python\n{code}```", entry="f")
+    assert parsed.ok and len(calls) == 2

@@ -111,12 +111,20 @@ _DEF_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 @lru_cache(maxsize=256)
 def _analyse(code: str) -> _Analysis:
-    """Parse once; every check below reads this (the engine budget is ~2 ms CPU/call)."""
+    """Parse once; every check below reads this (the engine budget is ~2 ms CPU/call).
+
+    A ``SystemError`` ("AST constructor recursion depth mismatch") is CPython 3.11's
+    thread-unsafe AST depth counter (python/cpython#106905), seen once in ~3,000 replies
+    of the allocation benchmark; it says nothing about the code, so the parse is retried.
+    """
     try:
-        tree = ast.parse(code)
+        try:
+            tree = ast.parse(code)
+        except SystemError:
+            tree = ast.parse(code)
     except SyntaxError as exc:
         return _Analysis(f"SyntaxError line {exc.lineno}: {exc.msg}", False, frozenset())
-    except (ValueError, RecursionError, MemoryError) as exc:  # e.g. null bytes
+    except (ValueError, RecursionError, MemoryError, SystemError) as exc:  # e.g. null bytes
         return _Analysis(f"{type(exc).__name__}: {exc}", False, frozenset())
     looks = any(isinstance(n, _STATEMENT_KINDS) for n in tree.body)
     return _Analysis(None, looks, frozenset(_defined_names(tree.body)))
