@@ -54,7 +54,7 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One run in a worker process (the worker keeps one warm sandbox pool)."""
     global _POOL
     from basevolve.config import RunConfig
-    from basevolve.engine.runner import start_run
+    from basevolve.engine.runner import resume_run, start_run
     from basevolve.sandbox import SandboxConfig, SandboxPool
 
     if _POOL is None:
@@ -63,10 +63,15 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     cfg = RunConfig(**job["config"])
     store = Path(job["out_dir"]) / f"runs-{os.getpid()}.sqlite"
     t0 = time.perf_counter()
-    summary = start_run(cfg, store, pool=_POOL)
+    resumed = ""
+    try:
+        summary = start_run(cfg, store, pool=_POOL)
+    except Exception as exc:  # a crashed run is resumed once, as a user would
+        resumed = f"{type(exc).__name__}: {exc}"
+        summary = resume_run(cfg.run_id, store, pool=_POOL)
     return {**job["tags"], "run_id": cfg.run_id, "seed": cfg.seed,
             "fitness": float(summary["best_score"]), "wall_s": time.perf_counter() - t0,
-            "store": str(store)}
+            "store": str(store), "resumed_after": resumed}
 
 
 def run_grid(jobs: Sequence[dict[str, Any]], out_dir: Path, *, workers: int = 3,
