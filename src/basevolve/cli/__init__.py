@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "basevolve.cli.analyze_cmd",
     "basevolve.cli.simulate_cmd",
     "basevolve.cli.sweep_cmd",
+    "basevolve.cli.dashboard_cmd",
 )
 
 

@@ -75,6 +75,8 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
         if ex.status is ExecStatus.OK:
             picture = out_dir / "best.png"
             task.draw(ex.value, picture)
+            # Keep the value so readers (the dashboard) can redraw it without running code.
+            store.save_solution(summary["run_id"], summary["best_program_id"], ex.value)
             result["picture"] = str(picture)
         else:
             result["picture_error"] = f"best program did not run again: {ex.error or ex.status}"

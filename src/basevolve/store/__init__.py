@@ -33,7 +33,9 @@ a real file):
    (:mod:`basevolve.tasks.identity`).
 
 Tables: ``runs``, ``trajectories``, ``calls``, ``attempts``, ``programs``,
-``allocations``, ``run_summary``, ``task_changes``.  Tidy exports: :mod:`basevolve.store.export`.
+``allocations``, ``run_summary``, ``task_changes``, ``solutions`` (the best program's
+returned value, for pictures drawn without running code).  Tidy exports:
+:mod:`basevolve.store.export`.
 """
 
 from __future__ import annotations

@@ -150,9 +150,29 @@ def _m002_task_identity() -> str:
         """
 
 
+def _m003_solutions() -> str:
+    """Version 3: the plain-data value of a run's best program, for pictures (issue 14).
+
+    Why store the value: the dashboard must show the best solution's picture without
+    running stored code (it is read-only), and values are small plain data (the sandbox
+    already decoded them), so the run keeps the value it drew ``best.png`` from and any
+    reader can redraw it with the task's trusted ``draw``.
+    """
+    return """
+        CREATE TABLE solutions (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            program_id INTEGER NOT NULL REFERENCES programs(program_id),
+            value_json TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, program_id)
+        );
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
-MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial, _m002_task_identity)
+MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial, _m002_task_identity,
+                                             _m003_solutions)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

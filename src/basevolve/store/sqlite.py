@@ -21,6 +21,9 @@ from typing import Any
 from basevolve.errors import StoreError
 from basevolve.store.schema import inspect_file, migrate
 
+#: Largest solution value (JSON text) kept for pictures; bigger values are not stored.
+MAX_SOLUTION_BYTES = 1 << 20
+
 
 def _versions() -> dict[str, str]:
     import numpy
@@ -256,6 +259,24 @@ class RunStore:
             stmts.append(("UPDATE trajectories SET pulls = pulls + 1 WHERE run_id=? AND trajectory=?",
                           (run_id, trajectory)))
         self._tx(stmts)
+
+    # -- solutions ------------------------------------------------------------------
+    def save_solution(self, run_id: str, program_id: int, value: Any) -> bool:
+        """Keep the plain-data value a program returned (the best one, for its picture).
+
+        Returns False (and stores nothing) when the value is not JSON-representable or
+        larger than :data:`MAX_SOLUTION_BYTES`: a picture is a convenience, never a reason
+        to bloat the store.  Stored once per (run, program); a repeat is ignored.
+        """
+        try:
+            text = json.dumps(value, default=_jsonable)
+        except (TypeError, ValueError):
+            return False
+        if len(text) > MAX_SOLUTION_BYTES:
+            return False
+        self._tx([("INSERT OR IGNORE INTO solutions (run_id, program_id, value_json, created_at) "
+                   "VALUES (?, ?, ?, ?)", (run_id, int(program_id), text, time.time()))])
+        return True
 
     # -- summary --------------------------------------------------------------------
     def write_summary(self, run_id: str, summary: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import matplotlib
 import numpy as np
@@ -47,10 +47,15 @@ def _new_figure() -> tuple[Figure, Any]:
     return fig, ax
 
 
-def _save(fig: Figure, path: str | Path) -> None:
+def _save(fig: Figure, path: str | Path | BinaryIO) -> None:
+    """Write the PNG to a file path, or into a binary buffer (the dashboard serves
+    pictures from memory and writes no file)."""
+    fig.tight_layout()
+    if not isinstance(path, str | Path):
+        fig.savefig(path, format="png")
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
     fig.savefig(path, format="png")
 
 
@@ -97,7 +102,7 @@ def _join_pair(
     ax.plot(pts[[i, j], 0], pts[[i, j], 1], fmt, **style, label=f"{what} pair ({i},{j})")
 
 
-def draw_circle_packing(value: Any, path: str | Path, *, score: ScoreResult) -> None:
+def draw_circle_packing(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
     """Circles in the unit square; circles violating a constraint are outlined in red."""
     from basevolve.tasks.circle_packing import parse_packing
 
@@ -138,7 +143,7 @@ def draw_circle_packing(value: Any, path: str | Path, *, score: ScoreResult) -> 
     _save(fig, path)
 
 
-def draw_min_max_distance(value: Any, path: str | Path, *, score: ScoreResult) -> None:
+def draw_min_max_distance(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
     """Points; closest pair solid red, farthest pair dashed blue."""
     from basevolve.tasks.min_max_distance import N_POINTS, extreme_pairs
 
@@ -161,7 +166,7 @@ def draw_min_max_distance(value: Any, path: str | Path, *, score: ScoreResult) -
     _save(fig, path)
 
 
-def draw_heilbronn_triangle(value: Any, path: str | Path, *, score: ScoreResult) -> None:
+def draw_heilbronn_triangle(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
     """Points in the triangle with the smallest triangle shaded."""
     from basevolve.tasks.heilbronn_triangle import N_POINTS, smallest_triangle
 

@@ -1,0 +1,229 @@
+"""Data of the run page, computed from the store in a handful of indexed queries.
+
+What is sent (one JSON document, no program text, no prompts: those are fetched per
+call or per program when the user opens one, so a C = 512, K = 10 run stays well under
+the 300 ms target):
+
+* ``progress``: the running best after every charged call, overall and per trajectory,
+  against calls done and against cumulative effective FLOPs (paper, Appendix
+  "Effective FLOPs": FLOPs of failed attempts and uncounted calls are included, in the
+  order the engine told the results, like :func:`basevolve.store.export.trajectories_table`);
+* ``scatter``: every child's score by call index, valid and invalid apart;
+* ``pulls``: BaSE pulls per arm over time (Algorithm 2) and the allocator's last
+  state summary;
+* ``lineage``: accepted programs (used as a parent, or a trajectory's best) with their
+  ancestors, each with its parent, score and trajectory;
+* ``calls``: one row per call with tokens, FLOPs, latency, attempts and its child;
+* ``errors``: evaluation errors and failed calls.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from basevolve.dashboard.db import ReadOnlyStore
+
+SNIPPET = 300  # characters of an error shown in lists (the full text is one click away)
+
+
+def _optional(store: ReadOnlyStore, table: str, names: tuple[str, ...], alias: str) -> str:
+    """``, alias.col`` for each optional column the store has (newer schema features)."""
+    return "".join(f", {alias}.{n}" for n in names if store.has(table, n))
+
+
+def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
+    row = store.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+    if row is None:
+        return None
+    run = dict(row)
+    try:
+        run["config"] = json.loads(run.pop("config_json") or "{}")
+    except ValueError:
+        run["config"] = {}
+    return run
+
+
+def _calls(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
+    extra = _optional(store, "calls", ("purpose",), "c")
+    rows = store.query(f"""
+        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.pull_id, c.generation, c.slot,
+               c.parent_id, c.reissue_of, c.status, c.counted, c.finish_reason,
+               c.prompt_tokens, c.cached_tokens, c.completion_tokens, c.flops, c.latency_s,
+               substr(c.error, 1, {SNIPPET}) AS error, c.created_at, c.completed_at,
+               (SELECT count(*) FROM attempts a WHERE a.call_id = c.call_id) AS attempts,
+               p.program_id, p.score, p.valid, p.seq AS tell_seq{extra}
+        FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
+        WHERE c.run_id = ? ORDER BY c.call_index""", (run_id,))
+    return [dict(r) for r in rows]
+
+
+def _programs(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
+    rows = store.query(f"""
+        SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
+               score, strict_score, valid, substr(error, 1, {SNIPPET}) AS error,
+               length(stdout) AS stdout_chars, length(stderr) AS stderr_chars, seconds,
+               code IS NOT NULL AS has_code
+        FROM programs WHERE run_id = ? ORDER BY coalesce(seq, -1)""", (run_id,))
+    return [dict(r) for r in rows]
+
+
+def progress(calls: list[dict[str, Any]], initial: float | None, arms: int) -> dict[str, Any]:
+    """Running best per trajectory and overall vs calls done and cumulative FLOPs."""
+    done = [c for c in calls if c["status"] != "pending"]
+    done.sort(key=lambda c: (c["tell_seq"] if c["tell_seq"] is not None else c["seq"]))
+    start = initial if initial is not None else 0.0
+    best = [start] * max(arms, 1)
+    x_calls: list[int] = [0]
+    x_flops: list[float] = [0.0]
+    per_traj: list[list[float]] = [[start] for _ in best]
+    overall: list[float] = [start]
+    n, flops = 0, 0.0
+    for c in done:
+        flops += c["flops"] or 0.0
+        t = c["trajectory"] if 0 <= (c["trajectory"] or 0) < len(best) else 0
+        if c["score"] is not None and c["score"] > best[t]:
+            best[t] = c["score"]
+        if not c["counted"]:
+            continue  # its FLOPs show up at the next charged call
+        n += 1
+        x_calls.append(n)
+        x_flops.append(flops)
+        for k, b in enumerate(best):
+            per_traj[k].append(b)
+        overall.append(max(best))
+    return {"calls": x_calls, "flops": x_flops, "overall": overall, "per_trajectory": per_traj}
+
+
+def scatter(calls: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Child score by call index; ``valid``/``invalid`` are aligned with ``x`` (nulls)."""
+    x, valid, invalid = [], [], []
+    for c in calls:
+        if c["score"] is None:
+            continue
+        x.append(c["call_index"])
+        valid.append(c["score"] if c["valid"] else None)
+        invalid.append(None if c["valid"] else c["score"])
+    return {"x": x, "valid": valid, "invalid": invalid}
+
+
+def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
+    """Cumulative pulls per arm after each pull (assign/ask events) and the last summary."""
+    extra = _optional(store, "allocations", ("n_eligible",), "a")
+    events = store.query(f"""
+        SELECT a.seq, a.kind, a.trajectory, a.units, a.reward{extra}
+        FROM allocations a WHERE a.run_id = ? ORDER BY a.seq""", (run_id,))
+    counts = [0] * max(arms, 1)
+    x: list[int] = [0]
+    per_arm: list[list[int]] = [[0] for _ in counts]
+    rewards: list[list[float]] = [[] for _ in counts]
+    for e in events:
+        t = e["trajectory"] if 0 <= e["trajectory"] < len(counts) else 0
+        if e["kind"] in ("assign", "ask"):
+            counts[t] += 1
+            x.append(len(x))
+            for k, v in enumerate(counts):
+                per_arm[k].append(v)
+        elif e["kind"] == "tell" and e["reward"] is not None:
+            rewards[t].append(e["reward"])
+    last = store.one("SELECT summary_json FROM allocations WHERE run_id = ? AND summary_json "
+                     "IS NOT NULL ORDER BY seq DESC LIMIT 1", (run_id,))
+    summary: Any = None
+    if last is not None:
+        try:
+            summary = json.loads(last[0])
+        except ValueError:
+            summary = last[0]
+    return {"x": x, "per_arm": per_arm, "summary": summary, "events": len(events),
+            "mean_reward": [sum(r) / len(r) if r else None for r in rewards]}
+
+
+def lineage(programs: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Accepted programs and their ancestors (the tree of the run's progress).
+
+    Accepted = used as a parent by some call, or the best of its trajectory; every
+    ancestor of an accepted program is shown too so the tree is connected.
+    """
+    by_id = {p["program_id"]: p for p in programs}
+    keep = {c["parent_id"] for c in calls if c["parent_id"] in by_id}
+    best: dict[Any, dict[str, Any]] = {}
+    for p in programs:
+        if p["is_initial"]:
+            keep.add(p["program_id"])
+            continue
+        b = best.get(p["trajectory"])
+        if p["valid"] and (b is None or p["score"] > b["score"]):
+            best[p["trajectory"]] = p
+    keep |= {p["program_id"] for p in best.values()}
+    for pid in list(keep):
+        seen = set()
+        while pid is not None and pid in by_id and pid not in seen:
+            seen.add(pid)
+            keep.add(pid)
+            pid = by_id[pid]["parent_id"]
+    call_of = {c["call_id"]: c["call_index"] for c in calls}
+    used = {c["parent_id"] for c in calls}
+    return [{"id": p["program_id"], "parent": p["parent_id"], "score": p["score"],
+             "valid": bool(p["valid"]), "trajectory": p["trajectory"],
+             "generation": p["generation"], "initial": bool(p["is_initial"]),
+             "call_index": call_of.get(p["call_id"]), "parent_of_calls": p["program_id"] in used}
+            for p in programs if p["program_id"] in keep]
+
+
+def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
+    """Everything the run page draws (module doc), or None for an unknown run."""
+    run = run_header(store, run_id)
+    if run is None:
+        return None
+    arms = int(run["arms"] or 1)
+    calls = _calls(store, run_id)
+    programs = _programs(store, run_id)
+    initial = next((p for p in programs if p["is_initial"]), None)
+    best = max(programs, key=lambda p: (p["score"], p["is_initial"], -(p["seq"] or 0)),
+               default=None)
+    trajectories = [dict(r) for r in store.query(
+        "SELECT trajectory, protocol, pulls FROM trajectories WHERE run_id = ? "
+        "ORDER BY trajectory", (run_id,))]
+    for t in trajectories:
+        mine = [c for c in calls if c["trajectory"] == t["trajectory"]]
+        t["calls"] = sum(1 for c in mine if c["counted"])
+        scores = [c["score"] for c in mine if c["score"] is not None]
+        t["children"] = len(scores)
+        t["valid"] = sum(1 for c in mine if c["valid"])
+        t["best"] = max(scores + ([initial["score"]] if initial else []), default=None)
+    index_of = {c["call_id"]: c["call_index"] for c in calls}
+    errors = [{"program_id": p["program_id"], "call_index": index_of.get(p["call_id"]),
+               "kind": "evaluation", "trajectory": p["trajectory"], "error": p["error"]}
+              for p in programs if p["error"]]
+    errors += [{"program_id": None, "call_index": c["call_index"], "kind": "llm call",
+                "trajectory": c["trajectory"], "error": c["error"]}
+               for c in calls if c["error"]]
+    solution = store.has("solutions") and best is not None and store.one(
+        "SELECT 1 FROM solutions WHERE run_id = ? AND program_id = ?",
+        (run_id, best["program_id"])) is not None
+    flops = sum(c["flops"] or 0.0 for c in calls)
+    totals = {
+        "calls_done": sum(1 for c in calls if c["counted"]),
+        "calls_pending": sum(1 for c in calls if c["status"] == "pending"),
+        "calls_lost": sum(1 for c in calls if c["status"] == "lost"),
+        "calls_failed": sum(1 for c in calls if c["status"] == "failed"),
+        "retries": sum(max(0, (c["attempts"] or 0) - 1) for c in calls),
+        "flops": flops,
+        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
+        "cached_tokens": sum(c["cached_tokens"] or 0 for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
+        "children": sum(1 for c in calls if c["score"] is not None),
+        "valid": sum(1 for c in calls if c["valid"]),
+        "best_score": None if best is None else best["score"],
+        "best_program_id": None if best is None else best["program_id"],
+        "initial_score": None if initial is None else initial["score"],
+    }
+    curve = progress(calls, None if initial is None else initial["score"], arms)
+    for c in calls:
+        c.pop("tell_seq", None)
+    return {
+        "run": run, "totals": totals, "trajectories": trajectories, "progress": curve,
+        "scatter": scatter(calls), "pulls": pulls(store, run_id, arms),
+        "lineage": lineage(programs, calls), "calls": calls, "errors": errors,
+        "picture": {"stored": bool(solution)},
+    }

@@ -1,0 +1,133 @@
+"""The runs list: one SQL query per page, sorted and filtered in SQLite.
+
+Why in SQL and paginated: a store of a large sweep holds 10,000+ runs.  The page asks
+for one slice (``LIMIT``/``OFFSET``) sorted by a whitelisted column, so the browser never
+receives more than a page and the server never builds more than a page of rows.
+
+Why ``CASE`` on the status: ``run_summary`` is written when a run finishes; for a
+finished run its totals are read from there (one row), for a running one they are
+summed from ``calls``/``programs`` (the run's rows only, through their indexes), so a
+live run shows live numbers and 10,000 finished runs cost no per-run aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from basevolve.dashboard.db import ReadOnlyStore
+from basevolve.errors import ConfigError
+
+PAGE_SIZES = (25, 50, 100, 200)
+#: sort key (as the page names it) -> SQL expression over the ``base`` view below
+SORTS: dict[str, str] = {
+    "run_id": "run_id", "status": "status", "task": "task", "model": "model",
+    "protocol": "protocol", "allocator": "allocator", "arms": "arms", "budget": "budget",
+    "depth": "depth", "calls": "calls_done", "best": "best_score", "flops": "flops",
+    "started": "created_at", "sweep": "sweep",
+}
+STATUSES = ("created", "running", "finished", "failed", "interrupted")
+
+
+def sweep_sql(store: ReadOnlyStore, alias: str = "r") -> str:
+    """SQL expression naming a run's sweep, from whatever this store records.
+
+    A ``sweep_id`` column when the store has one; otherwise a ``sweep_id`` key, a
+    ``sweep`` object's ``id``/``name`` or a plain ``sweep`` string in the run's config.
+    NULL = not part of a sweep.
+    """
+    cfg = f"{alias}.config_json"
+    parts = [f"{alias}.sweep_id"] if store.has("runs", "sweep_id") else []
+    parts += [
+        f"json_extract({cfg}, '$.sweep_id')",
+        f"CASE WHEN json_type({cfg}, '$.sweep') = 'object' THEN coalesce("
+        f"json_extract({cfg}, '$.sweep.id'), json_extract({cfg}, '$.sweep.name')) END",
+        f"CASE WHEN json_type({cfg}, '$.sweep') IN ('text', 'integer') "
+        f"THEN json_extract({cfg}, '$.sweep') END",
+    ]
+    return f"CAST(coalesce({', '.join(parts)}) AS TEXT)"
+
+
+def base_sql(store: ReadOnlyStore) -> str:
+    """Every run with its live totals (the ``base`` of every runs query)."""
+    done = "r.status = 'finished' AND s.run_id IS NOT NULL"
+    return f"""
+        SELECT r.run_id, r.status, r.task, r.model, r.protocol, r.allocator, r.arms,
+               r.budget, r.depth, r.breadth, r.seed, r.created_at, r.updated_at,
+               {sweep_sql(store)} AS sweep,
+               CASE WHEN {done} THEN s.calls_completed ELSE (SELECT count(*) FROM calls c
+                    WHERE c.run_id = r.run_id AND c.counted = 1) END AS calls_done,
+               CASE WHEN {done} THEN s.best_score ELSE (SELECT max(score) FROM programs p
+                    WHERE p.run_id = r.run_id) END AS best_score,
+               CASE WHEN {done} THEN s.flops ELSE (SELECT coalesce(sum(flops), 0)
+                    FROM calls c WHERE c.run_id = r.run_id) END AS flops
+        FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id"""
+
+
+@dataclass(frozen=True)
+class RunsQuery:
+    """One page request of the runs list (validated; every field is a plain value)."""
+
+    sort: str = "started"
+    desc: bool = True
+    page: int = 1
+    size: int = 50
+    status: str = ""
+    text: str = ""
+    sweep: str = ""
+
+    @classmethod
+    def from_params(cls, params: Any) -> RunsQuery:
+        sort = params.get("sort", "started")
+        if sort not in SORTS:
+            raise ConfigError(f"unknown sort {sort!r}; one of {', '.join(SORTS)}")
+        status = params.get("status", "")
+        if status and status not in STATUSES:
+            raise ConfigError(f"unknown status {status!r}; one of {', '.join(STATUSES)}")
+        try:
+            page = int(params.get("page", 1))
+            size = int(params.get("size", 50))
+        except ValueError:
+            raise ConfigError("page and size must be integers") from None
+        if size not in PAGE_SIZES or not 1 <= page <= 10**6:
+            raise ConfigError(f"size must be one of {PAGE_SIZES} and page >= 1")
+        return cls(sort=sort, desc=params.get("dir", "desc") != "asc", page=page, size=size,
+                   status=status, text=params.get("q", "")[:200],
+                   sweep=params.get("sweep", "")[:200])
+
+
+def runs_page(store: ReadOnlyStore, q: RunsQuery) -> dict[str, Any]:
+    """One page of runs plus the total matching count and the sweeps overview."""
+    where, args = [], []
+    if q.status:
+        where.append("status = ?")
+        args.append(q.status)
+    if q.text:
+        like = "%" + q.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in
+                                       ("run_id", "task", "model", "protocol", "allocator"))
+                     + ")")
+        args += [like] * 5
+    if q.sweep:
+        where.append("sweep = ?")
+        args.append(q.sweep)
+    cond = f"WHERE {' AND '.join(where)}" if where else ""
+    base = base_sql(store)
+    total = store.one(f"SELECT count(*) FROM ({base}) {cond}", args)[0]  # type: ignore[index]
+    order = f"{SORTS[q.sort]} {'DESC' if q.desc else 'ASC'} NULLS LAST, run_id"
+    rows = store.query(f"SELECT * FROM ({base}) {cond} ORDER BY {order} LIMIT ? OFFSET ?",
+                       [*args, q.size, (q.page - 1) * q.size])
+    return {"total": total, "page": q.page, "size": q.size, "sort": q.sort,
+            "dir": "desc" if q.desc else "asc", "runs": [dict(r) for r in rows],
+            "sweeps": sweeps_overview(store), "statuses": list(STATUSES)}
+
+
+def sweeps_overview(store: ReadOnlyStore) -> list[dict[str, Any]]:
+    """One row per sweep: runs, finished runs, best score (grouping on the runs page)."""
+    rows = store.query(f"""
+        SELECT {sweep_sql(store)} AS sweep, count(*) AS runs,
+               sum(r.status = 'finished') AS finished, sum(r.status = 'running') AS running,
+               max(s.best_score) AS best_finished, min(r.created_at) AS started
+        FROM runs r LEFT JOIN run_summary s ON s.run_id = r.run_id
+        GROUP BY 1 ORDER BY started""")
+    return [dict(r) for r in rows]

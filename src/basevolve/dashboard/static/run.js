@@ -1,0 +1,271 @@
+// Run page: progress charts, BaSE pulls, scatter, lineage, calls, programs, errors.
+"use strict";
+
+(() => {
+  const {el, clear, fill, json, num, sci, int, pct, time, section, kv, table, chart, chartBox} = BV;
+  const runId = BV.params().get("id") || "";
+  const q = encodeURIComponent(runId);
+  const main = document.getElementById("main");
+
+  // Layout is built once; refresh() refills the boxes, the detail panels stay put.
+  const box = (id) => el("div", {id});
+  const head = box("run-head"), totals = box("totals"), trajBox = box("trajectories");
+  const allocBox = box("allocator"), pictureBox = box("picture-box"), lineageBox = box("lineage");
+  const callsBox = box("calls"), errorsBox = box("errors");
+  const callDetail = box("call-detail"), programDetail = box("program-detail");
+  const pullsSection = section("BaSE allocation: pulls per arm", chartBox("chart-pulls"), allocBox);
+  fill(main, 
+    section("Run", head, totals),
+    section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops"))),
+    section("Children", chartBox("chart-scatter")),
+    pullsSection,
+    section("Trajectories", trajBox),
+    section("Best solution", pictureBox),
+    section("Lineage of accepted programs", el("p", {class: "muted"},
+      "Programs that became a parent or a trajectory's best, with their ancestors. Click one for its code and diff."), lineageBox),
+    section("Selected program", programDetail),
+    section("Calls", el("p", {class: "muted"}, "Click a call for its prompt, raw reply and attempts."), callsBox),
+    section("Selected call", callDetail),
+    section("Errors", errorsBox));
+  fill(programDetail, el("p", {class: "muted"}, "No program selected."));
+  fill(callDetail, el("p", {class: "muted"}, "No call selected."));
+
+  let lastPictureKey = null;
+
+  function renderHead(d) {
+    const r = d.run, t = d.totals;
+    document.title = BV.visible(r.run_id) + " - basevolve dashboard";
+    fill(head, el("h1", {class: "runid", id: "run-title"}, r.run_id),
+      el("span", {class: "status " + r.status, id: "run-status"}, r.status),
+      r.error ? el("pre", {class: "error"}, r.error) : null);
+    fill(totals, kv([
+      ["task / model", `${r.task} / ${r.model}`],
+      ["protocol", r.protocol],
+      ["allocator / K", `${r.allocator} / ${r.arms}`],
+      ["budget C / depth T / breadth N", `${r.budget} / ${r.depth} / ${r.breadth}`],
+      ["seed", r.seed],
+      ["calls done / C", el("span", {id: "calls-done"}, `${int(t.calls_done)} / ${int(r.budget)}`)],
+      ["in flight / lost / failed / retries", `${t.calls_pending} / ${t.calls_lost} / ${t.calls_failed} / ${t.retries}`],
+      ["best score (initial)", el("span", {id: "best-score"}, `${num(t.best_score)} (${num(t.initial_score)})`)],
+      ["valid children", `${int(t.valid)} / ${int(t.children)} (${pct(t.valid, t.children)})`],
+      ["effective FLOPs", sci(t.flops)],
+      ["tokens prompt / cached / completion", `${int(t.prompt_tokens)} / ${int(t.cached_tokens)} / ${int(t.completion_tokens)}`],
+      ["started / updated", `${time(r.created_at)} / ${time(r.updated_at)}`],
+    ]));
+  }
+
+  function renderCharts(d) {
+    const p = d.progress;
+    const traj = p.per_trajectory.map((data, i) => ({label: `trajectory ${i}`, data, width: 1}));
+    const overall = {label: "overall best", data: p.overall, color: "#000", width: 2.5};
+    const many = traj.length > 1 ? traj : [];
+    chart(document.getElementById("chart-calls"), {
+      title: "Running best vs calls", x: p.calls, xLabel: "calls done", yLabel: "best score",
+      series: [...many, overall]});
+    // FLOPs are not strictly increasing only when a call cost 0 FLOPs; uPlot needs sorted x.
+    chart(document.getElementById("chart-flops"), {
+      title: "Running best vs cumulative effective FLOPs", x: p.flops, xLabel: "FLOPs",
+      xFormat: (u, vals) => vals.map((v) => Number(v).toExponential(1)), yLabel: "best score",
+      series: [...many, overall]});
+    const s = d.scatter;
+    chart(document.getElementById("chart-scatter"), {
+      title: "Child score per call", x: s.x, xLabel: "call index", yLabel: "score",
+      series: [{label: "valid", data: s.valid, color: "#2ca02c", points: true},
+               {label: "invalid", data: s.invalid, color: "#d62728", points: true}]});
+    const base = d.run.allocator !== "single" || d.run.arms > 1;
+    pullsSection.hidden = !base;
+    if (base) {
+      chart(document.getElementById("chart-pulls"), {
+        title: "Cumulative pulls per arm", x: d.pulls.x, xLabel: "pulls", yLabel: "pulls of the arm",
+        series: d.pulls.per_arm.map((data, i) => ({label: `arm ${i}`, data}))});
+      renderAllocator(d.pulls);
+    }
+  }
+
+  function renderAllocator(pulls) {
+    const s = pulls.summary;
+    const rows = s && typeof s === "object" && !Array.isArray(s)
+      ? Object.entries(s).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)])
+      : [["summary", s === null ? "(none yet)" : JSON.stringify(s)]];
+    fill(allocBox, el("h3", {}, "Allocator state (last stored summary)"),
+      el("div", {id: "allocator-summary"}, kv(rows)),
+      el("p", {class: "muted"}, `${int(pulls.events)} allocation events`));
+  }
+
+  function renderTrajectories(d) {
+    fill(trajBox, table([
+      {key: "trajectory", label: "trajectory", num: true},
+      {key: "protocol", label: "protocol"},
+      {key: "pulls", label: "pulls", num: true},
+      {key: "calls", label: "calls", num: true},
+      {key: "children", label: "children", num: true},
+      {key: "valid", label: "valid", num: true},
+      {key: "best", label: "best", num: true, cell: (t) => num(t.best)},
+      {key: "reward", label: "mean reward", num: true, cell: (t) => num(d.pulls.mean_reward[t.trajectory])},
+    ], d.trajectories, {class: "compact"}));
+  }
+
+  function renderPicture(d) {
+    const key = `${d.picture.stored}:${d.totals.best_program_id}`;
+    if (key === lastPictureKey) return;
+    lastPictureKey = key;
+    clear(pictureBox);
+    const note = el("p", {class: "muted", id: "picture-note"});
+    if (!d.picture.stored) {
+      BV.add(note, d.run.status === "finished"
+        ? "No stored solution for this run (stores written before solutions were kept, or the best program did not run again)."
+        : "The picture appears when the run finishes: the run then stores its best solution's value, which the dashboard draws (it never runs stored code).");
+      pictureBox.append(note);
+      return;
+    }
+    const img = el("img", {id: "picture", alt: "picture of the best solution",
+                           src: `/api/picture?run=${q}&p=${d.totals.best_program_id}`});
+    img.addEventListener("error", async () => {
+      const res = await fetch(img.src, {credentials: "same-origin"});
+      BV.add(note, await res.text());
+      img.hidden = true;
+    });
+    pictureBox.append(img, note,
+      el("p", {}, "Best program: ", progLink(d.totals.best_program_id)));
+  }
+
+  const progLink = (id) => (id === null || id === undefined ? "-" :
+    el("a", {href: `#program=${id}`, class: "prog"}, `program ${id}`));
+  const callLink = (i) => (i === null || i === undefined ? "-" :
+    el("a", {href: `#call=${i}`, class: "call"}, `call ${i}`));
+
+  function renderLineage(d) {
+    const nodes = new Map(d.lineage.map((n) => [n.id, {...n, kids: []}]));
+    const roots = [];
+    for (const n of nodes.values()) {
+      if (nodes.has(n.parent)) nodes.get(n.parent).kids.push(n); else roots.push(n);
+    }
+    const list = el("div", {class: "tree", id: "lineage-tree"});
+    // Iterative walk: a chain of single children stays at one indent (greedy runs are
+    // long chains); a node with several accepted children opens one branch per child.
+    const stack = roots.reverse().map((n) => [n, 0, ""]);
+    while (stack.length) {
+      const [n, depth, mark] = stack.pop();
+      const row = el("div", {class: "tree-row" + (n.valid ? "" : " invalid"), data: {id: n.id}},
+        mark, progLink(n.id), ` score ${num(n.score)}`,
+        n.initial ? " (initial)" : ` · trajectory ${n.trajectory} · gen ${n.generation} · `,
+        n.initial ? null : callLink(n.call_index));
+      row.style.paddingLeft = `${depth * 18}px`;
+      list.append(row);
+      const kids = n.kids.sort((a, b) => a.id - b.id);
+      if (kids.length === 1) stack.push([kids[0], depth, "\u21b3 "]);
+      else for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1, "\u251c "]);
+    }
+    fill(lineageBox, list, el("p", {class: "muted"}, `${d.lineage.length} programs`));
+  }
+
+  function renderCalls(d) {
+    const purpose = d.calls.some((c) => c.purpose !== undefined);
+    const cols = [
+      {key: "call_index", label: "call", num: true, cell: (c) => callLink(c.call_index)},
+      {key: "trajectory", label: "traj", num: true},
+      {key: "generation", label: "gen", num: true},
+      purpose ? {key: "purpose", label: "purpose"} : null,
+      {key: "status", label: "status", cell: (c) => el("span", {class: "status " + c.status}, c.status)},
+      {key: "prompt_tokens", label: "prompt (cached)", num: true, cell: (c) => `${int(c.prompt_tokens)} (${int(c.cached_tokens)})`},
+      {key: "completion_tokens", label: "completion", num: true, cell: (c) => int(c.completion_tokens)},
+      {key: "flops", label: "FLOPs", num: true, cell: (c) => sci(c.flops)},
+      {key: "latency_s", label: "latency s", num: true, cell: (c) => num(c.latency_s, 2)},
+      {key: "attempts", label: "retries", num: true, cell: (c) => Math.max(0, (c.attempts || 0) - 1)},
+      {key: "score", label: "child", num: true, cell: (c) => (c.program_id === null ? "-" :
+        el("a", {href: `#program=${c.program_id}`}, num(c.score)))},
+      {key: "error", label: "error", cell: (c) => (c.error ? el("span", {class: "clip"}, c.error) : "")},
+    ].filter(Boolean);
+    fill(callsBox, el("div", {class: "scroll"}, table(cols, d.calls, {
+      class: "calls", rowClass: (c) => (c.score !== null && !c.valid ? "invalid" : null),
+      onRow: (c) => { location.hash = `call=${c.call_index}`; }})));
+  }
+
+  function renderErrors(d) {
+    fill(errorsBox, d.errors.length === 0 ? el("p", {class: "muted"}, "No errors.") :
+      el("div", {class: "scroll"}, table([
+        {key: "kind", label: "kind"},
+        {key: "call_index", label: "call", cell: (e) => callLink(e.call_index)},
+        {key: "program_id", label: "program", cell: (e) => progLink(e.program_id)},
+        {key: "trajectory", label: "traj", num: true},
+        {key: "error", label: "error", cell: (e) => el("pre", {class: "inline"}, e.error)},
+      ], d.errors, {class: "errors"})));
+  }
+
+  const pre = (label, block, cls) => (block === null || block === undefined ? null : [
+    el("h3", {}, label, block.clipped ? ` (first ${int(block.text.length)} of ${int(block.chars)} characters)` : ""),
+    el("pre", {class: "text " + (cls || "")}, block.text)]);
+
+  async function showCall(index) {
+    const c = await json(`/api/call?run=${q}&index=${index}`);
+    fill(callDetail, 
+      el("h3", {id: "call-title"}, `Call ${c.call_index}`),
+      kv([["status", `${c.status}${c.counted ? " (charged)" : " (not charged)"}`],
+          ["trajectory / generation / slot", `${c.trajectory} / ${c.generation} / ${c.slot}`],
+          c.purpose !== undefined ? ["purpose", c.purpose] : null,
+          ["parent", progLink(c.parent_id)],
+          ["child", c.program ? [progLink(c.program.program_id), ` score ${num(c.program.score)}`] : "-"],
+          ["tokens prompt / cached / completion", `${int(c.prompt_tokens)} / ${int(c.cached_tokens)} / ${int(c.completion_tokens)}`],
+          ["FLOPs", sci(c.flops)], ["latency", `${num(c.latency_s, 3)} s`],
+          ["finish reason", c.finish_reason || "-"], ["seed", c.seed],
+          c.reissue_of !== null ? ["re-issue of call id", c.reissue_of] : null,
+          c.error ? ["error", c.error] : null].filter(Boolean)),
+      el("h3", {}, `Attempts (${c.attempts.length}; retries ${Math.max(0, c.attempts.length - 1)})`),
+      table([{key: "attempt_index", label: "#", num: true}, {key: "status", label: "status"},
+             {key: "http_status", label: "HTTP", num: true},
+             {key: "latency_s", label: "latency s", num: true, cell: (a) => num(a.latency_s, 3)},
+             {key: "prompt_tokens", label: "prompt", num: true}, {key: "completion_tokens", label: "completion", num: true},
+             {key: "flops", label: "FLOPs", num: true, cell: (a) => sci(a.flops)},
+             {key: "error", label: "error"}], c.attempts, {class: "compact"}),
+      c.meta !== undefined ? [el("h3", {}, "Meta"), el("pre", {class: "text"}, JSON.stringify(c.meta, null, 2))] : null,
+      c.messages.map((m, i) => pre(`Prompt message ${i + 1}: ${m.role}`, m.content, "prompt")),
+      pre("Raw reply", c.raw_text, "reply"),
+      c.text && c.raw_text && c.text.text !== c.raw_text.text ? pre("Reply text (after thinking was removed)", c.text, "reply") : null);
+  }
+
+  async function showProgram(id) {
+    const p = await json(`/api/program?run=${q}&id=${id}`);
+    const diff = el("pre", {class: "text diff", id: "program-diff"}, (p.diff || []).map((line) =>
+      el("span", {class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : null}, line + "\n")));
+    const metrics = p.metrics && typeof p.metrics === "object" ? Object.entries(p.metrics).map(([k, v]) => [k, String(v)]) : [];
+    fill(programDetail, 
+      el("h3", {id: "program-title"}, `Program ${p.program_id}${p.is_initial ? " (initial)" : ""}`),
+      kv([["score (strict)", `${num(p.score)} (${num(p.strict_score)})`], ["valid", p.valid ? "yes" : "no"],
+          ["trajectory / generation", `${p.trajectory ?? "-"} / ${p.generation}`],
+          ["parent", p.parent_id === null ? "-" : [progLink(p.parent_id), ` score ${num(p.parent_score)}`]],
+          ["from call", callLink(p.call_index)], ["evaluation", `${num(p.seconds, 3)} s, ${p.isolation || "-"}`],
+          ...metrics]),
+      p.error ? [el("h3", {}, "Evaluation error"), el("pre", {class: "text error", id: "program-error"}, p.error)] : null,
+      p.diff === null ? el("p", {class: "muted"}, "No parent code to diff against.") :
+        [el("h3", {}, "Diff against the parent"), diff],
+      p.code ? pre("Code", p.code, "code") : el("p", {class: "muted"}, "No code (the reply held no program)."),
+      pre("stdout", p.stdout), pre("stderr", p.stderr));
+    const codeBox = programDetail.querySelector("pre.code");
+    if (codeBox) codeBox.id = "program-code";
+  }
+
+  async function onHash() {
+    const m = /^#(call|program)=(\d+)$/.exec(location.hash);
+    if (!m) return;
+    try {
+      if (m[1] === "call") { await showCall(m[2]); callDetail.scrollIntoView(); }
+      else { await showProgram(m[2]); programDetail.scrollIntoView(); }
+    } catch (e) { BV.banner("Could not load: " + e.message); }
+  }
+  window.addEventListener("hashchange", onHash);
+
+  async function refresh() {
+    const d = await json(`/api/run?id=${q}`);
+    renderHead(d);
+    renderCharts(d);
+    renderTrajectories(d);
+    renderPicture(d);
+    renderLineage(d);
+    renderCalls(d);
+    renderErrors(d);
+    document.body.dataset.callsDone = String(d.totals.calls_done);
+  }
+
+  BV.live(refresh);
+  onHash();
+})();

@@ -1,0 +1,83 @@
+"""Fixtures for the dashboard tests: a store of real runs, a dashboard process, a browser.
+
+The store is built once per session by real runs against the OpenAI-compatible test
+server on 127.0.0.1 with real sandboxed evaluation: a small greedy depth-breadth grid
+(C in {4, 8}, T in {1, C}, two seeds), a BaSE run (UCB, K = 3) and a run whose replies
+are hostile program text.  The dashboard is the real ``basevolve dashboard`` command in
+a subprocess; the browser is Debian's ``chromium`` driven by Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dashboard_support import BASE, GRID, HOSTILE_RUN, Dashboard, chromium_path, hostile_reply
+
+from basevolve.config import RunConfig
+from basevolve.engine import start_run
+from basevolve.sandbox import SandboxConfig, SandboxPool
+from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_packing_reply
+
+
+def _run(srv: LLMTestServer, store: Path, pool: SandboxPool, **kw) -> dict:
+    cfg = RunConfig(task="circle_packing", model="test-model", base_url=srv.base_url,
+                    params=1e9, max_in_flight=4, **kw)
+    out = store.parent / "out" / re.sub(r"\W", "_", cfg.run_id)
+    return start_run(cfg, store, out_dir=out, pool=pool)
+
+
+@pytest.fixture(scope="session")
+def pool() -> Iterator[SandboxPool]:
+    with SandboxPool(SandboxConfig(workers=2)) as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory, pool: SandboxPool) -> Path:
+    """The shared store: grid + BaSE + hostile runs (see module doc)."""
+    db = tmp_path_factory.mktemp("dash") / "store.sqlite"
+    with LLMTestServer(seeded_packing_reply) as srv:
+        for c, t, s in GRID:
+            _run(srv, db, pool, budget=c, depth=t, seed=s, run_id=f"grid-C{c}-T{t}-s{s}")
+        _run(srv, db, pool, seed=3, **BASE)
+    with LLMTestServer(hostile_reply) as srv:
+        _run(srv, db, pool, budget=2, depth=2, run_id=HOSTILE_RUN)
+    return db
+
+
+@pytest.fixture(scope="session")
+def dashboard(store: Path) -> Iterator[Dashboard]:
+    d = Dashboard(store)
+    yield d
+    d.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("browser tests need Playwright for Python (pip install playwright; the "
+                    "dev extra has it)")
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("browser tests need Debian's chromium (apt-get install -y chromium; "
+                    ".ci/run installs it when root); none found")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: $BASEVOLVE_SCREENSHOTS (docs/dashboard) or a temp folder."""
+    target = os.environ.get("BASEVOLVE_SCREENSHOTS")
+    path = Path(target) if target else tmp_path_factory.mktemp("shots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
