@@ -58,7 +58,9 @@ def dashboard(store: Path) -> Iterator[Dashboard]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def browser(store: Path) -> Iterator[object]:
+    """Chromium via Playwright.  Depends on ``store`` so the runs (``asyncio.run``) happen
+    before Playwright's sync API starts its event loop in this thread."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
