@@ -37,6 +37,8 @@ def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     if row is None:
         return None
     run = dict(row)
+    source = run.pop("task_source", None)  # a user task file's text: big, and not shown
+    run["task_source_chars"] = None if source is None else len(source)
     try:
         run["config"] = json.loads(run.pop("config_json") or "{}")
     except ValueError:

@@ -51,7 +51,8 @@
       ["effective FLOPs", sci(t.flops)],
       ["tokens prompt / cached / completion", `${int(t.prompt_tokens)} / ${int(t.cached_tokens)} / ${int(t.completion_tokens)}`],
       ["started / updated", `${time(r.created_at)} / ${time(r.updated_at)}`],
-    ]));
+      r.task_sha256 ? ["task identity", `${r.task_kind || "?"} ${r.task_version || r.task_path || ""} sha256 ${String(r.task_sha256).slice(0, 12)}`] : null,
+    ].filter(Boolean)));
   }
 
   function renderCharts(d) {
