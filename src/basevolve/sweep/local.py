@@ -25,7 +25,7 @@ from basevolve.store import RunStore
 from basevolve.sweep.config import SweepConfig
 from basevolve.sweep.limits import LimitedClient, PriorityLimiter
 from basevolve.sweep.locks import RunLocks
-from basevolve.sweep.plan import ADMIT_FACTOR, PlannedRun, width
+from basevolve.sweep.plan import IDLE_CHECK_S, PlannedRun, may_admit, width
 from basevolve.sweep.progress import SweepProgress
 
 
@@ -70,8 +70,7 @@ async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunSt
                      limiters: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Run every planned run that is not done; outcome per run id.
 
-    ``limiters`` maps endpoint keys to limiters (local :class:`PriorityLimiter` or the
-    Ray executor's cluster-wide ones).  A run that fails (e.g. its endpoint kept failing)
+    ``limiters`` maps endpoint keys to :class:`PriorityLimiter` s.  A run that fails (e.g. its endpoint kept failing)
     is recorded and the others go on; rerunning the sweep resumes it.
     """
     clients, tasks = SharedClients(), TaskCache()
@@ -105,10 +104,13 @@ async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunSt
         progress.finished(run.run_id, summary)
 
     def admit() -> None:
+        idle = {ep for ep, lim in limiters.items() if lim.in_use < lim.limit and not lim.waiting}
         for p in list(queue):
             ep = p.run.endpoint
-            if busy[ep] and busy[ep] >= ADMIT_FACTOR * sweep.limit_of(ep):
-                continue
+            if busy[ep] and not may_admit(busy[ep], sweep.limit_of(ep), False):
+                if not may_admit(busy[ep], sweep.limit_of(ep), ep in idle):
+                    continue
+                idle.discard(ep)  # one extra run per check: its calls fill the idle slots
             queue.remove(p)
             if not locks.try_lock(p.run.run_id):
                 outcomes[p.run.run_id] = {"status": "busy",
@@ -121,7 +123,8 @@ async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunSt
     try:
         admit()
         while active:
-            done, _ = await asyncio.wait(active, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(active, timeout=IDLE_CHECK_S,
+                                         return_when=asyncio.FIRST_COMPLETED)
             for t in done:
                 p = active.pop(t)
                 busy[p.run.endpoint] -= width(p.run.config)

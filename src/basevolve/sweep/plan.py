@@ -24,6 +24,19 @@ from basevolve.sweep.config import NOT_IDENTITY, SweepConfig, SweepRun
 #: evaluated, so exactly 1x would leave slots idle; why bounded at all: every admitted
 #: run holds engine state and, when the process dies, in-flight calls to re-issue.
 ADMIT_FACTOR = 2.0
+#: Beyond ADMIT_FACTOR, one more run is admitted whenever the endpoint has an idle slot
+#: and no call waiting (its active runs are all evaluating), up to this many times the
+#: limit.  Why: wide greedy runs spend a noticeable time evaluating a whole generation
+#: in the sandbox while holding no slot; on a busy machine that left the server idle.
+ADMIT_MAX_FACTOR = 4.0
+IDLE_CHECK_S = 0.2
+
+
+def may_admit(busy: float, limit: int, idle: bool) -> bool:
+    """Admission rule for one endpoint (see ADMIT_FACTOR and ADMIT_MAX_FACTOR)."""
+    if busy < ADMIT_FACTOR * limit:
+        return True
+    return idle and busy < ADMIT_MAX_FACTOR * limit
 
 
 def width(cfg: RunConfig) -> int:
@@ -84,4 +97,4 @@ def check_same(run: SweepRun, stored: dict[str, Any]) -> None:
                 "clash from the config")
 
 
-__all__ = ["ADMIT_FACTOR", "PlannedRun", "plan", "rounds", "width"]
+__all__ = ["ADMIT_FACTOR", "ADMIT_MAX_FACTOR", "IDLE_CHECK_S", "PlannedRun", "may_admit", "plan", "rounds", "width"]

@@ -44,7 +44,8 @@ class Limiter:
             await self.lim.release()
 
     async def stats(self) -> dict[str, int]:
-        return {"limit": self.lim.limit, "peak": self.lim.peak, "in_use": self.lim.in_use}
+        return {"limit": self.lim.limit, "peak": self.lim.peak, "in_use": self.lim.in_use,
+                "waiting": self.lim.waiting}
 
 
 class RayLimiter:

@@ -35,7 +35,7 @@ from typing import Any
 
 from basevolve.errors import ConfigError
 from basevolve.sweep.config import SweepConfig
-from basevolve.sweep.plan import ADMIT_FACTOR, PlannedRun, width
+from basevolve.sweep.plan import PlannedRun, may_admit, width
 from basevolve.sweep.progress import SweepProgress
 
 POLL_S = 0.5  # how often the driver collects finished runs and node snapshots
@@ -134,11 +134,15 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
     load = [0.0] * len(runners)
     active: dict[Any, tuple[PlannedRun, int]] = {}
     with RunStore(store_path) as store, RunLocks(store_path) as locks:
+        idle: set[str] = set()
+
         def admit() -> None:
             for p in list(queue):
                 ep = p.run.endpoint
-                if busy.get(ep) and busy[ep] >= ADMIT_FACTOR * sweep.limit_of(ep):
-                    continue
+                if busy.get(ep) and not may_admit(busy[ep], sweep.limit_of(ep), False):
+                    if not may_admit(busy[ep], sweep.limit_of(ep), ep in idle):
+                        continue
+                    idle.discard(ep)
                 queue.remove(p)
                 if not locks.try_lock(p.run.run_id):
                     outcomes[p.run.run_id] = {"status": "busy",
@@ -167,6 +171,9 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
                 for snaps in ray.get([r.snapshots.remote() for r in runners]):
                     for snap in snaps:
                         progress.update(snap)
+                now = ray.get([lim.stats.remote() for lim in limiters.values()])
+                idle = {ep for ep, st in zip(limiters, now, strict=True)
+                        if st["in_use"] < st["limit"] and not st["waiting"]}
                 admit()
             stats = ray.get([lim.stats.remote() for lim in limiters.values()])
         finally:
