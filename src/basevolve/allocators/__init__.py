@@ -2,15 +2,19 @@
 
 ``ALLOCATORS`` maps a policy name to its :class:`Allocator` subclass:
 
-=============  ==============================================================
-``single``     K = 1: the plain self-evolving loop (every call to one trajectory)
-``round_robin`` cycle over the trajectories in order (non-adaptive baseline)
-``random``     uniform over the eligible trajectories (non-adaptive baseline)
-``ucb``        UCB1 (Auer, Cesa-Bianchi & Fischer 2002)
-``exp3p``      EXP3.P (Auer, Cesa-Bianchi, Freund & Schapire 2002)
-``thompson``   discounted Beta-Bernoulli Thompson sampling (discount 0.95)
-``thompson_plain`` the paper's plain Thompson sampling (no discount)
-=============  ==============================================================
+======================  ===================================================================
+``single``              K = 1: the plain self-evolving loop (every call to one trajectory)
+``round_robin``         cycle over the trajectories in order (non-adaptive baseline)
+``random``              uniform over the eligible trajectories (non-adaptive baseline)
+``ucb``                 UCB1 (Auer, Cesa-Bianchi & Fischer 2002)
+``exp3p``               EXP3.P (Auer, Cesa-Bianchi, Freund & Schapire 2002)
+``thompson``            discounted Beta-Bernoulli Thompson sampling (discount 0.95)
+``thompson_plain``      the paper's plain Thompson sampling (no discount)
+``successive_halving``  fixed-budget best-arm identification (Karnin et al. 2013), exact budget
+``successive_rejects``  fixed-budget best-arm identification (Audibert & Bubeck 2010)
+``sw_ucb``              sliding-window UCB (Garivier & Moulines 2011), non-stationary rewards
+``d_ucb``               discounted UCB (Garivier & Moulines 2011), non-stationary rewards
+======================  ===================================================================
 
 Usage (the engine's contract)::
 
@@ -22,7 +26,18 @@ Usage (the engine's contract)::
 
 from __future__ import annotations
 
-from basevolve.allocators import exp3p, random_policy, round_robin, single, thompson, ucb
+from basevolve.allocators import (
+    d_ucb,
+    exp3p,
+    random_policy,
+    round_robin,
+    single,
+    successive_halving,
+    successive_rejects,
+    sw_ucb,
+    thompson,
+    ucb,
+)
 from basevolve.allocators.base import (
     ALLOCATORS,
     REWARD_MODES,
@@ -33,7 +48,9 @@ from basevolve.allocators.base import (
     unit_reward,
 )
 
-del exp3p, random_policy, round_robin, single, thompson, ucb  # imported for registration
+# imported for registration
+del d_ucb, exp3p, random_policy, round_robin, single, successive_halving, successive_rejects
+del sw_ucb, thompson, ucb
 
 __all__ = [
     "ALLOCATORS",
