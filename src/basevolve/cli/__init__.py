@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "basevolve.cli.simulate_cmd",
     "basevolve.cli.sweep_cmd",
     "basevolve.cli.dashboard_cmd",
+    "basevolve.cli.advise_cmd",
 )
 
 
