@@ -43,7 +43,7 @@ import pandas as pd
 from basevolve.analysis.bilinear import fit_bilinear, optimal_depth
 from basevolve.analysis.envelope import cells, sweep_runs
 from basevolve.analysis.gate import capability_gate
-from basevolve.analysis.replay import LoggedRuns, check_replayable, replay
+from basevolve.analysis.replay import LoggedRuns, check_replayable, logged_lengths, replay
 from basevolve.analysis.tables import Tables
 from basevolve.errors import ConfigError
 
@@ -140,22 +140,34 @@ def base_measured(runs: pd.DataFrame, budget: int) -> list[dict[str, Any]]:
 
 def replay_advice(logged: LoggedRuns, budget: int, cfg: AdviceConfig,
                   allocators: list[str]) -> dict[str, Any]:
-    """Offline replay (:mod:`.replay`) of each allocator and K at C; best mean final."""
+    """Offline replay (:mod:`.replay`) of each allocator and K at C; best mean final.
+
+    Only the longest logs are used as arms: those with at least min(C, longest) steps
+    (a sweep logs N = 1 runs at every budget; a C = 8 log cannot stand in for an arm
+    of a C = 512 run, and mixing lengths would let the short ones cap the pool).
+    """
+    lengths = logged_lengths(logged.scores)
+    if lengths.size == 0 or lengths.max() == 0:
+        return {"repeats": cfg.replay_repeats, "logged_runs": 0, "best": None, "table": [],
+                "skipped": ["no logged greedy N = 1 run with a step"]}
+    keep = lengths >= min(budget, int(lengths.max()))
+    scores, initial = logged.scores[keep], logged.initial[keep]
     rows, skipped = [], []
     for k in cfg.arms:
         try:
-            check_replayable(logged.scores, k, budget)
+            check_replayable(scores, k, budget)
         except ConfigError as exc:
             skipped.append(f"K={k}: {exc}")
             continue
         for name in allocators:
-            res = replay(logged.scores, name, k, budget, cfg.replay_repeats, seed=cfg.seed,
-                         initial=logged.initial)
+            res = replay(scores, name, k, budget, cfg.replay_repeats, seed=cfg.seed,
+                         initial=initial)
             rows.append({"allocator": name, "arms": k, "mean": float(res.finals.mean()),
                          "sd": float(res.finals.std(ddof=1)) if res.finals.size > 1 else 0.0})
     rows.sort(key=lambda r: (-r["mean"], r["arms"], r["allocator"]))
-    return {"repeats": cfg.replay_repeats, "logged_runs": len(logged.run_ids),
-            "best": rows[0] if rows else None, "table": rows, "skipped": skipped}
+    return {"repeats": cfg.replay_repeats, "logged_runs": int(keep.sum()),
+            "steps_per_run": int(lengths[keep].min()), "best": rows[0] if rows else None,
+            "table": rows, "skipped": skipped}
 
 
 def advise(tables: Tables, task: str, model: str, budget: int,

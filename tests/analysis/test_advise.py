@@ -1,0 +1,241 @@
+"""The budget advisor (issue 16, item 1) on synthetic surfaces of known (beta0, a, b, c).
+
+Truths are the paper's Table 2 rows: MMD / 8B (interior ridge, c = -0.106) and HT / 8B
+(the T = C corner, c = -0.012).  "Within the plateau" is checked against the *true*
+optimum's plateau, computed from the true coefficients with the same Delta.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import numpy as np
+import pytest
+
+from basevolve.analysis.advise import AdviceConfig, advise, divisor_nearest, replay_advice
+from basevolve.analysis.bilinear import optimal_depth
+from basevolve.analysis.pilot import pilot_budgets, pilot_calls, pilot_toml
+from basevolve.analysis.replay import LoggedRuns
+from basevolve.analysis.synthetic import Truth, synthetic_study
+from basevolve.analysis.tables import load_tables
+from basevolve.errors import ConfigError
+
+MMD_8B = Truth(-0.590, -0.208, -0.290, -0.106, 8e9)
+HT_8B = Truth(0.592, -0.363, -0.168, -0.012, 8e9)
+FLAT = Truth(-1.0, 0.0, 0.0, 0.0, 8e9)
+CFG = AdviceConfig(resamples=300, gate_shuffles=1000)
+
+
+def study(truth, budgets=(8, 16, 32, 64, 128), seeds=10, noise=0.05, seed=1):
+    return synthetic_study(np.random.default_rng(seed), tasks=("t",), models=("m",),
+                           budgets=budgets, seeds=seeds, noise=noise,
+                           truths={("t", "m"): truth}, trajectories=False, children=False,
+                           base_arms=(), islands=())
+
+
+def true_v(truth, t, budget):
+    n = budget / t
+    lt, ln = np.log(t), np.log(n)
+    return 1 - np.exp(truth.beta0 + truth.a * lt + truth.b * ln + truth.c * lt * ln)
+
+
+# HT's surface is below fitness 0 at small budgets (1 - V = e^(0.592 - ...) > 1), where
+# the synthetic runs floor at 0 like real ones: its sweep starts at C = 64.
+CASES = [(MMD_8B, "interior", (8, 16, 32, 64, 128)), (HT_8B, "T=C", (64, 128, 256))]
+
+
+@pytest.mark.parametrize("truth, location, budgets", CASES)
+@pytest.mark.parametrize("budget, extrapolated", [(128, False), (1024, True)])
+def test_recommended_depth_is_within_the_true_plateau(truth, location, budgets, budget,
+                                                      extrapolated):
+    runs = study(truth, budgets=budgets)["runs"]
+    a = advise(load_tables(input=runs), "t", "m", budget, CFG)
+    assert a["can_advise"] and a["refusals"] == []
+    assert a["extrapolation"] is extrapolated
+    true = optimal_depth(truth.a, truth.b, truth.c, budget, CFG.delta)
+    d = a["depth"]
+    assert d["location"] == true.location == location
+    assert true.t_low <= d["t_star"] <= true.t_high
+    assert true.t_low <= d["recommended_depth"] <= true.t_high
+    assert d["recommended_depth"] * d["recommended_breadth"] == budget
+    assert d["t_star_ci"][0] <= d["t_star"] <= d["t_star_ci"][1]
+    e = a["expected_fitness"]
+    assert e["ci_low"] <= e["value"] <= e["ci_high"]
+    assert abs(e["value"] - true_v(truth, d["recommended_depth"], budget)) < 0.01
+    if extrapolated:
+        assert a["empirical_best"] is None  # C was not swept
+    else:
+        emp = a["empirical_best"]
+        assert emp["budget"] == 128 and emp["runs"] == 10 and emp["in_plateau"]
+        assert emp["differs"] is (emp["depth"] != d["recommended_depth"])
+    json.dumps(a)  # JSON-able (the CLI cleans NaN separately)
+
+
+def test_refuses_a_flat_surface():
+    a = advise(load_tables(input=study(FLAT)["runs"]), "t", "m", 128, CFG)
+    assert not a["can_advise"] and "depth" not in a
+    reasons = {r["reason"] for r in a["refusals"]}
+    assert reasons == {"low_r2", "no_depth_gain"}
+    assert a["fit"]["r2"] < 0.7 and a["gate"]["p"] > 0.05
+
+
+def test_refuses_a_noisy_surface():
+    a = advise(load_tables(input=study(MMD_8B, noise=1.0)["runs"]), "t", "m", 128, CFG)
+    assert not a["can_advise"]
+    assert "low_r2" in {r["reason"] for r in a["refusals"]}
+
+
+def test_refuses_too_few_cells():
+    # one budget: log N = log C - log T, so Eq. 2 cannot be fitted at all
+    a = advise(load_tables(input=study(MMD_8B, budgets=(64,))["runs"]), "t", "m", 64, CFG)
+    assert a["refusals"][0]["reason"] == "too_few_cells"
+    assert "one budget" in a["refusals"][0]["message"]
+
+
+def test_unknown_task_or_model_is_a_config_error():
+    tables = load_tables(input=study(MMD_8B)["runs"])
+    with pytest.raises(ConfigError, match="it holds t/m"):
+        advise(tables, "t", "other", 128, CFG)
+
+
+def test_divisor_nearest_by_hand():
+    assert divisor_nearest(512, 7.6e4) == 512  # clipped to C
+    assert divisor_nearest(128, 7.78) == 8
+    assert divisor_nearest(100, 7.3) == 10  # |ln 10 - ln 7.3| = 0.315 < |ln 5 - ln 7.3| = 0.378
+    assert divisor_nearest(64, 0.5) == 1
+
+
+def test_replay_advice_recommends_the_best_mean_and_skips_what_cannot_fit():
+    rng = np.random.default_rng(0)
+    top = np.where(np.arange(6) == 2, 0.95, 0.4)
+    inc = rng.random((6, 40)) * top[:, None] / 20
+    scores = np.minimum(np.maximum.accumulate(np.cumsum(inc, axis=1), axis=1), top[:, None])
+    logged = LoggedRuns([f"r{i}" for i in range(6)], scores, np.zeros(6), "m")
+    cfg = AdviceConfig(arms=(2, 5, 10), replay_repeats=6)
+    out = replay_advice(logged, 60, cfg, ["random", "ucb"])
+    assert [s.split(":")[0] for s in out["skipped"]] == ["K=10"]  # only 6 logged runs
+    assert {(r["allocator"], r["arms"]) for r in out["table"]} == {
+        ("random", 2), ("ucb", 2), ("random", 5), ("ucb", 5)}
+    assert out["best"] == max(out["table"], key=lambda r: r["mean"])
+
+
+def test_pilot_config_by_hand():
+    assert pilot_budgets(512) == (8, 16, 32)
+    assert pilot_budgets(16) == (8, 16)
+    assert pilot_budgets(4) == (2, 4)
+    # 8 * 4 depths * 3 + 16 * 5 * 3 + 32 * 6 * 3 = 96 + 240 + 576
+    assert pilot_calls((8, 16, 32), 3) == 912
+    doc = tomllib.loads(pilot_toml("circle_packing", "qwen3-8b", (8, 16, 32), 3, "http://h:1/v1"))
+    assert doc["sweep"]["name"] == "pilot-circle_packing-qwen3-8b"
+    assert doc["defaults"] == {"base_url": "http://h:1/v1"}
+    assert doc["grid"] == [{"task": "circle_packing", "model": "qwen3-8b", "budget": [8, 16, 32],
+                            "depth": "powers-of-2", "seeds": 3}]
+    assert "defaults" not in tomllib.loads(pilot_toml("t", "m", (8, 16), 2))
+
+
+# ------------------------------------------------------------------ CLI on a real store
+def write_store(path, runs):
+    """Write synthetic runs into a real SQLite store through the RunStore API.
+
+    Every run gets its initial program (score 0) and C charged calls; the final call's
+    child carries the run's fitness and earlier children climb towards it, so greedy
+    N = 1 runs double as logged trajectories for the offline replay."""
+    from basevolve.store import RunStore
+
+    with RunStore(path) as store:
+        for r in runs.itertuples():
+            rid = f"r{r.run_id}"
+            store.create_run(rid, {"task": r.task, "model": r.model, "protocol": r.protocol,
+                                   "allocator": r.allocator, "arms": int(r.arms),
+                                   "budget": int(r.budget), "depth": int(r.depth),
+                                   "breadth": int(r.breadth), "seed": int(r.seed)},
+                             active_params=8e9)
+            store.insert_program(rid, code="init", score=0.0, valid=True, generation=0,
+                                 is_initial=1)
+            for j in range(int(r.budget)):
+                cid = store.insert_call(rid, call_index=j, seq=store.next_seq(rid), trajectory=0,
+                                        pull_id=j, generation=j // int(r.breadth) + 1,
+                                        slot=j % int(r.breadth), seed=j, messages=[])
+                store.finish_call(cid, status="ok", counted=True, fields={"flops": 1.0},
+                                  attempts=[])
+                score = float(r.fitness) * (j + 1) / int(r.budget)
+                store.insert_program(rid, code=f"c{j}", score=score, valid=True,
+                                     generation=j // int(r.breadth) + 1, call_id=cid,
+                                     seq=store.next_seq(rid), trajectory=0)
+            store.set_status(rid, "finished")
+
+
+def cli(*argv):
+    from basevolve.cli import main
+
+    return main([str(a) for a in argv])
+
+
+@pytest.fixture(scope="module")
+def mmd_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("advise") / "sweep.sqlite"
+    # 10 seeds: with fewer the capability gate has little power on a curved surface
+    # (its null re-maxes over the cells) and the advisor rightly refuses
+    write_store(path, study(MMD_8B, budgets=(8, 16, 32), seeds=10)["runs"])
+    return path
+
+
+def test_cli_advise_json_and_text(mmd_store, capsys):
+    rc = cli("advise", "--store", mmd_store, "--task", "t", "--model", "m", "--budget", 32,
+             "--json", "--arms", "2,5", "--repeats", 3)
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["can_advise"] and out["extrapolation"] is False
+    true = optimal_depth(MMD_8B.a, MMD_8B.b, MMD_8B.c, 32)
+    assert true.t_low <= out["depth"]["recommended_depth"] <= true.t_high
+    assert out["empirical_best"]["budget"] == 32
+    # the ten greedy N = 1 runs at C = 32 are logged trajectories: K = 2 and 5 replayed
+    rep = out["replay"]
+    assert rep["logged_runs"] == 10 and {r["arms"] for r in rep["table"]} == {2, 5}
+    assert "successive_halving" in {r["allocator"] for r in rep["table"]}
+    rc = cli("advise", "--store", mmd_store, "--task", "t", "--model", "m", "--budget", 128,
+             "--arms", "2", "--repeats", 2)
+    text = capsys.readouterr().out
+    assert rc == 0 and "EXTRAPOLATION" in text and "run: --depth" in text
+    assert "offline replay not possible" in text  # 2 runs x 32 logged steps < 128
+
+
+def test_cli_advise_refusal_exits_3_with_the_pilot(tmp_path, capsys):
+    path = tmp_path / "flat.sqlite"
+    write_store(path, study(FLAT, budgets=(8, 16), seeds=3)["runs"])
+    rc = cli("advise", "--store", path, "--task", "t", "--model", "m", "--budget", 64)
+    text = capsys.readouterr().out
+    assert rc == 3 and "CANNOT ADVISE" in text and "basevolve advise --pilot" in text
+
+
+def test_cli_advise_pilot_writes_a_sweep_config(tmp_path, capsys):
+    out = tmp_path / "pilot.toml"
+    assert cli("advise", "--pilot", "--task", "t", "--model", "m", "--budget", 512,
+               "--out", out) == 0
+    assert "912 LLM calls" in capsys.readouterr().out
+    doc = tomllib.loads(out.read_text())
+    assert doc["grid"][0]["budget"] == [8, 16, 32]
+    before = out.read_text()
+    assert cli("advise", "--pilot", "--task", "t", "--model", "m", "--budget", 512,
+               "--out", out) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and err.count("\n") == 1 and out.read_text() == before
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--budget", 0], "--budget must be >= 1"),
+    (["--budget", 64, "--model", "x"], "no runs of task 't' with model 'x'"),
+    (["--budget", 64, "--repeats", 0], "--repeats >= 1"),
+])
+def test_cli_advise_bad_input_is_one_line_exit_2(mmd_store, capsys, argv, msg):
+    base = ["advise", "--store", mmd_store, "--task", "t"]
+    if "--model" not in argv:
+        base += ["--model", "m"]
+    assert cli(*base, *argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_advise_needs_a_store_without_pilot(capsys):
+    assert cli("advise", "--task", "t", "--model", "m", "--budget", 64) == 2
+    assert "--store FILE is required" in capsys.readouterr().err
