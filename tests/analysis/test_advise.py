@@ -239,3 +239,17 @@ def test_cli_advise_bad_input_is_one_line_exit_2(mmd_store, capsys, argv, msg):
 def test_cli_advise_needs_a_store_without_pilot(capsys):
     assert cli("advise", "--task", "t", "--model", "m", "--budget", 64) == 2
     assert "--store FILE is required" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("base_url", [None, "http://127.0.0.1:8000/v1"])
+def test_pilot_config_is_what_the_sweep_loader_reads(base_url):
+    from basevolve.sweep.config import parse_sweep
+
+    text = pilot_toml("circle_packing", "qwen3-8b", (8, 16, 32), 3, base_url)
+    sw = parse_sweep(tomllib.loads(text), source="pilot.toml")
+    # 4 + 5 + 6 power-of-2 depths x 3 seeds; the calls add up to what --pilot prints
+    assert len(sw.runs) == 45
+    assert sum(r.config.budget for r in sw.runs) == pilot_calls((8, 16, 32), 3) == 912
+    assert {(r.config.budget, r.config.depth) for r in sw.runs} == {
+        (b, t) for b in (8, 16, 32) for t in (1, 2, 4, 8, 16, 32) if t <= b}
+    assert {r.config.base_url for r in sw.runs} == {base_url}

@@ -7,9 +7,11 @@ budgets give 4 + 5 + 6 = 15 cells at C_b = 8, 16, 32 (the cells of one budget al
 cannot separate log T from log N), and three seeds give the capability gate a
 permutation test with some power, for 8*4*3 + 16*5*3 + 32*6*3 = 912 calls.
 
-The file is written in the format ``basevolve sweep`` reads (``[sweep]`` and one
-``[[grid]]`` block with ``task``, ``model``, ``budget``, ``depth = "powers-of-2"`` and
-``seeds``); the advisor itself only needs the finished runs in a store.
+The file is written in the format ``basevolve sweep`` reads (``[sweep]``, optional
+``[defaults]`` with the endpoint, and one ``[[grid]]`` block with ``task``, ``model``,
+``budget``, ``depth = "powers-of-2"`` and ``seeds``; the tests read it back with
+:func:`basevolve.sweep.config.parse_sweep`); the advisor itself only needs the
+finished runs in a store.
 """
 
 from __future__ import annotations
