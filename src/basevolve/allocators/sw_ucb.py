@@ -67,15 +67,13 @@ class SlidingWindowUCB(Allocator):
         self.xi = float(xi)
         self.reward_cap = float(reward_max)
         self.plays = 0
-        self._recent: deque[tuple[int, float]] = deque(maxlen=self.window)
+        self._recent: deque[tuple[int, float]] = deque()
+        self._n = np.zeros(n_arms)  # plays of each arm in the window
+        self._total = np.zeros(n_arms)  # their reward sum
 
     def indices(self) -> np.ndarray:
         """SW-UCB indices of all arms (+inf for arms with no play in the window)."""
-        n = np.zeros(self.n_arms)
-        total = np.zeros(self.n_arms)
-        for arm, x in self._recent:
-            n[arm] += 1
-            total[arm] += x
+        n, total = self._n, self._total
         prior = total.sum() / n.sum() if n.sum() else 0.5
         mean = np.where(n > 0, total / np.maximum(n, 1), prior)
         n_eff = n + self.pending
@@ -89,7 +87,16 @@ class SlidingWindowUCB(Allocator):
 
     def _tell(self, arm: int, reward: float, prob: float | None, sampled: bool) -> None:
         self.plays += 1
-        self._recent.append((arm, unit_reward(reward, self.reward_cap)))
+        x = unit_reward(reward, self.reward_cap)
+        self._recent.append((arm, x))
+        self._n[arm] += 1
+        self._total[arm] += x
+        if len(self._recent) > self.window:  # the oldest play leaves the window
+            old, x_old = self._recent.popleft()
+            self._n[old] -= 1
+            self._total[old] -= x_old
+            if self._n[old] == 0:
+                self._total[old] = 0.0  # no float residue for an arm out of the window
 
     def _summary(self) -> dict[str, Any]:
         return {"window": self.window, "xi": self.xi,
