@@ -37,7 +37,10 @@ class RunConfig:
     generation size of each trajectory).  ``pull`` = ``"call"`` gives a trajectory one
     call per allocator decision (Algorithm 2); ``"generation"`` gives it N calls, charged
     N (the variant in the paper's code).  ``cap`` bounds the calls one trajectory may
-    receive (None = no cap).
+    receive (None = no cap).  ``arm_in_flight`` bounds the calls one trajectory may have
+    in flight at once (None = no bound beyond ``max_in_flight``; see the engine docstring
+    for why that is the default).  ``protocol_params`` are the protocol's declared
+    ``--protocol-param`` values, typed by :meth:`Protocol.parse_params`.
     """
 
     task: str
@@ -60,6 +63,8 @@ class RunConfig:
     top_p: float = 0.95
     count_failed_attempts: bool = False
     allocator_params: dict[str, Any] = field(default_factory=dict)
+    protocol_params: dict[str, Any] = field(default_factory=dict)
+    arm_in_flight: int | None = None
 
     def __post_init__(self) -> None:
         c = self.budget
@@ -109,6 +114,16 @@ class RunConfig:
                 f"allocator 'single' runs one trajectory, got --arms {self.arms}; "
                 "pick a bandit (e.g. --allocator ucb) or --arms 1"
             )
+        if self.arm_in_flight is not None and (
+                isinstance(self.arm_in_flight, bool) or not isinstance(self.arm_in_flight, int)
+                or self.arm_in_flight < 1):
+            raise ConfigError(
+                f"--arm-in-flight must be an integer >= 1 (calls per trajectory in flight), "
+                f"got {self.arm_in_flight!r}")
+        from basevolve.protocols import PROTOCOLS  # late: protocols import tasks, not config
+
+        params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)
+        object.__setattr__(self, "protocol_params", params)
         if not self.run_id:
             object.__setattr__(self, "run_id", generate_run_id(self.task))
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)

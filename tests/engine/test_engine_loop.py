@@ -89,11 +89,13 @@ def test_base_sequential_reproduces_allocation_sequence(scripted, pool, tmp_path
     assert kinds.count("assign") == 3 and kinds.count("ask") == 7 and kinds.count("tell") == 10
 
 
-def test_base_keeps_k_trajectories_in_flight(scripted, pool, tmp_path):
+def test_base_saturates_the_server(scripted, pool, tmp_path):
+    """Arms share slots (issue 9): every free slot gets a decision over all K arms."""
     with LLMTestServer(scripted(seed=1), latency_s=0.15) as srv:
-        s = _run(srv, pool, tmp_path, budget=16, depth=16, arms=4, allocator="ucb", run_id="k")
+        s = _run(srv, pool, tmp_path, budget=16, depth=16, arms=4, allocator="ucb",
+                 max_in_flight=8, run_id="k")
         assert len(srv.requests) == 16
-        assert srv.peak_in_flight == 4  # K = 4 trajectories advance together
+        assert srv.peak_in_flight == 8  # max_in_flight, not K
     db = _db(tmp_path)
     assert db.execute("SELECT count(*) FROM calls WHERE trajectory IS NULL").fetchone()[0] == 0
     assert s["calls_completed"] == 16 and sum(s["calls_per_arm"]) == 16
@@ -103,6 +105,16 @@ def test_base_keeps_k_trajectories_in_flight(scripted, pool, tmp_path):
                                     "ORDER BY seq DESC LIMIT 1").fetchone()[0])
     assert summary["allocator"] == "ucb"
     assert s["best_arm"] in range(4)
+    assert s["bandit_decisions"] == 12 and s["decisions_with_choice"] > 0.9
+
+
+def test_arm_in_flight_cap_bounds_the_peak(scripted, pool, tmp_path):
+    """K x --arm-in-flight below --max-in-flight: the cap, not the slots, bounds the peak."""
+    with LLMTestServer(scripted(seed=1), latency_s=0.15) as srv:
+        s = _run(srv, pool, tmp_path, budget=12, depth=12, arms=3, allocator="thompson",
+                 max_in_flight=16, arm_in_flight=2, run_id="cap")
+        assert len(srv.requests) == 12 and srv.peak_in_flight == 6
+    assert s["calls_completed"] == 12 and s["arm_in_flight"] == 2
 
 
 def test_generation_pull_charges_n_calls(scripted, pool, tmp_path):

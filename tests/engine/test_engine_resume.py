@@ -122,7 +122,10 @@ def test_greedy_resume_after_sigkill(server, tmp_path):
 def test_base_resume_after_sigkill_replays_allocator(server, tmp_path):
     url, expected = server
     store = tmp_path / "kill.sqlite"
-    cmd = _base_cmd(url, store, tmp_path, "--budget", "12", "--arms", "3", "--allocator", "ucb")
+    # 4 slots for 3 arms: arms share slots, so the kill lands with a trajectory holding
+    # several calls in flight (asynchronous trajectories, issue 9)
+    cmd = _base_cmd(url, store, tmp_path, "--budget", "12", "--arms", "3", "--allocator", "ucb",
+                    "--max-in-flight", "4")
     _kill_mid_run(cmd, store, 5)
     s = _resume(store, tmp_path)
     assert s["calls_completed"] == 12 and sum(s["pulls_per_arm"]) == 12

@@ -115,7 +115,8 @@ def test_call_finishes_once_and_pending_becomes_lost(tmp_path):
     assert store.mark_lost("r") == [pending]
     totals = store.totals("r")
     assert totals == {"calls_completed": 1, "calls_lost": 1, "prompt_tokens": 10,
-                      "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9}
+                      "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9,
+                      "bandit_decisions": 0, "decisions_with_choice": None}
 
 
 def test_seq_counter_recovers_after_reopen(tmp_path):

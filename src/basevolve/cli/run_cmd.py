@@ -35,11 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
     p.add_argument("--max-tokens", type=int, help="completion token cap per call")
     p.add_argument("--protocol", default="greedy", help="parent-sampling protocol (default greedy)")
+    p.add_argument("--protocol-param", action="append", metavar="KEY=VALUE", default=None,
+                   help="a declared parameter of the protocol (repeatable), e.g. n_islands=4")
     p.add_argument("--allocator", default="single", help="BaSE allocator (default single)")
     p.add_argument("--arms", type=int, default=1, help="K trajectories (default 1)")
     p.add_argument("--pull", choices=PULL_MODES, default="call",
                    help="one allocator pull = one call or one generation of N calls")
     p.add_argument("--cap", type=int, help="max calls per trajectory")
+    p.add_argument("--arm-in-flight", type=int, metavar="N",
+                   help="max calls one trajectory may have in flight at once (default: no "
+                        "cap beyond --max-in-flight; the bandit's pending-pull rule spreads "
+                        "calls)")
     p.add_argument("--reward", choices=REWARDS, default="best",
                    help="allocator reward: trajectory best after the pull, or the improvement")
     p.add_argument("--count-failed-attempts", action="store_true",
@@ -56,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.errors import ConfigError
+    from basevolve.protocols import split_assignments
 
     missing = [f for f in ("task", "budget") if getattr(args, f) is None]
     if missing:
@@ -81,7 +88,9 @@ def _config(args: argparse.Namespace) -> RunConfig:
         base_url=args.base_url, params=args.params, seed=args.seed, run_id=run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
-        reward=args.reward, count_failed_attempts=args.count_failed_attempts)
+        reward=args.reward, count_failed_attempts=args.count_failed_attempts,
+        protocol_params=split_assignments(args.protocol_param),
+        arm_in_flight=args.arm_in_flight)
 
 
 def summary_table(s: dict[str, Any]) -> str:
@@ -94,6 +103,8 @@ def summary_table(s: dict[str, Any]) -> str:
         ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
         ("pulls per arm", " ".join(map(str, s["pulls_per_arm"]))),
+        ("decisions with a choice", "-" if s.get("decisions_with_choice") is None
+         else f"{100 * s['decisions_with_choice']:.1f}% of {s['bandit_decisions']}"),
         ("tokens prompt / cached / completion",
          f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
         ("effective FLOPs", f"{s['flops']:.4g}"),
@@ -107,7 +118,8 @@ def summary_table(s: dict[str, Any]) -> str:
 #: Flags that define a run; with --resume they come from the stored config instead.
 RUN_DEFINING = ("task", "budget", "depth", "breadth", "model", "base_url", "params", "seed",
                 "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
-                "pull", "cap", "reward", "count_failed_attempts")
+                "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
+                "arm_in_flight")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

@@ -45,7 +45,8 @@ def runs_command(args: argparse.Namespace) -> int:
                          "budget": r["budget"], "depth": r["depth"], "breadth": r["breadth"],
                          "calls_completed": totals["calls_completed"],
                          "calls_lost": totals["calls_lost"], "best_score": best,
-                         "flops": totals["flops"]})
+                         "flops": totals["flops"],
+                         "decisions_with_choice": totals["decisions_with_choice"]})
     if args.json:
         print(json.dumps(rows))
         return 0

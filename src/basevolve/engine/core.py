@@ -13,10 +13,35 @@ initial program, charged to C), every later pull is ``allocator.ask(eligible)`` 
 (reward = trajectory best after the pull, or the improvement) when all its calls have
 been evaluated.
 
-Concurrency: up to ``max_in_flight`` LLM calls are outstanding; evaluations run on the
-sandbox pool while other calls are in flight.  ``max_in_flight == 1`` is the sequential
-algorithm: the next decision waits until every earlier call has been evaluated and told,
-so the allocation sequence is reproducible for a given seed.
+Concurrency (issue 9): up to ``max_in_flight`` LLM calls are outstanding; evaluations
+run on the sandbox pool while other calls are in flight.  Every free slot is filled by an
+allocator decision over all K arms: arm i is *eligible* when it is under its call cap
+(``--cap``), under its in-flight cap (``--arm-in-flight``, default: none) and its
+protocol can ask.  "No call pending" is *not* a condition: with greedy N = 1 under a
+bandit the trajectories are asynchronous (see :mod:`basevolve.protocols.greedy`) -- a call
+asked while others of the same trajectory are pending takes the trajectory's current
+best as parent, exactly what sequential Algorithm 2 would send if it chose that arm
+again, and a returning child is accepted iff it is strictly better than the
+trajectory's best at that moment.  With ``--pull generation`` (or N > 1) a trajectory
+keeps its generation barrier and the other trajectories keep the slots busy.  How each
+allocator counts the pending pulls of a busy arm is stated in its own docstring (UCB and
+Thompson: provisional observations; EXP3.P: the probability actually used).  Each
+decision's number of eligible arms is stored (``allocations.n_eligible``) and summarised
+as ``decisions_with_choice``.
+
+Why no per-arm in-flight cap by default: the allocators already discount arms with pulls
+in flight (their pending-pull rules), so a cap would override the bandit's own choice;
+``--arm-in-flight`` is there for users who want to bound how many siblings share one
+parent.
+
+``max_in_flight == 1`` is the sequential algorithm: the next decision waits until every
+earlier call has been evaluated and told, so the allocation sequence is reproducible for
+a given seed (and identical to the engine before issue 9; a regression test pins it).
+
+Text replies: a proposal whose purpose is a :data:`~basevolve.protocols.TEXT_PURPOSES`
+(judge, meta prompt) costs one unit of C like any call; its reply goes back to the
+protocol with ``tell_text`` (no program is run or stored) and ``calls.told_seq`` records
+when, so a resume replays it at the same point.
 
 Durability (store contract, :mod:`basevolve.store`): a call row is written before the
 request, its completion before evaluation, the program before ``tell``, and every
@@ -67,8 +92,12 @@ class Engine:
         self.max_tokens = config.max_tokens or self.settings.max_tokens
         self.active_params = float(client.model_spec.active_params)
         self.sequential = config.max_in_flight == 1
-        self.protocols = [PROTOCOLS.get(config.protocol)(task=task, breadth=config.breadth,
-                                                          trajectory=i) for i in range(self.K)]
+        proto_cls = PROTOCOLS.get(config.protocol)
+        asynchronous = self.K > 1 and config.pull == "call"  # BaSE: arms may share slots
+        self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
+                                    rng=np.random.default_rng([config.seed, i]),
+                                    asynchronous=asynchronous, **config.protocol_params)
+                          for i in range(self.K)]
         self.allocator = ALLOCATORS.get(config.allocator)(
             n_arms=self.K, rng=np.random.default_rng(config.seed), horizon=config.bandit_horizon,
             reward_mode=config.reward, **config.allocator_params)
@@ -81,6 +110,7 @@ class Engine:
         self.llm: dict[asyncio.Task[Completion], CallJob] = {}
         self.evals: dict[asyncio.Task[Evaluation], tuple[CallJob, str]] = {}
         self.pending_evals: list[tuple[CallJob, str | None, str | None]] = []
+        self.pending_texts: list[tuple[CallJob, str]] = []
         self.failures_in_row = 0
         self.children = 0
         self.valid_children = 0
@@ -97,8 +127,11 @@ class Engine:
                 from basevolve.engine.replay import replay_into
 
                 replay_into(self)
+            for job, text in self.pending_texts:
+                self._tell_text(job, text)
             for job, code, error in self.pending_evals:
                 self._evaluate_or_record(job, code, error)
+            self.pending_texts.clear()
             self.pending_evals.clear()
             await self._loop()
         except BaseException as exc:
@@ -148,7 +181,8 @@ class Engine:
             p.set_initial(child)
 
     # ---------------------------------------------------------------- decisions
-    def _reserved(self) -> int:
+    def reserved(self) -> int:
+        """Calls in flight, queued for re-issue, or still owed by open pulls."""
         return len(self.llm) + len(self.reissue) + sum(p.to_issue for p in self.open_pulls.values())
 
     def _fill(self) -> None:
@@ -170,7 +204,7 @@ class Engine:
             if pull.to_issue > 0 and proto.can_ask():
                 pull.to_issue -= 1
                 return proto.ask(), pull, None
-        if self.completed + self._reserved() >= self.C:
+        if self.completed + self.reserved() >= self.C:
             return None
         pull = self._new_pull()
         if pull is None:
@@ -179,13 +213,20 @@ class Engine:
         return self.protocols[pull.trajectory].ask(), pull, None
 
     def _eligible(self, i: int) -> bool:
+        """Arm i can take the next call: under its caps and its protocol can ask.
+
+        ``unissued``: a generation pull of arm i still has calls to send, which
+        ``_next_call`` sends first, so a second decision for arm i would be premature.
+        """
         cap_ok = self.cfg.cap is None or self.traj_calls[i] < self.cfg.cap
-        busy = any(p.trajectory == i and p.to_issue > 0 for p in self.open_pulls.values())
-        return cap_ok and not busy and self.protocols[i].can_ask()
+        arm_cap = self.cfg.arm_in_flight
+        room = arm_cap is None or self.protocols[i].n_outstanding < arm_cap
+        unissued = any(p.trajectory == i and p.to_issue > 0 for p in self.open_pulls.values())
+        return cap_ok and room and not unissued and self.protocols[i].can_ask()
 
     def _units(self, i: int) -> int:
         n = self.cfg.breadth if self.cfg.pull == "generation" else 1
-        n = min(n, self.C - self.completed - self._reserved())
+        n = min(n, self.C - self.completed - self.reserved())
         if self.cfg.cap is not None:
             n = min(n, self.cfg.cap - self.traj_calls[i])
         return n
@@ -204,6 +245,7 @@ class Engine:
         self.store.insert_allocation(
             self.run_id, seq=seq, kind=kind, pull_id=seq, trajectory=arm, units=units,
             call_index=self.next_call_index, eligible=mask,
+            n_eligible=None if mask is None else sum(mask),
             summary=self.allocator.summary() if kind == "ask" else None)
         if kind == "assign":
             self.allocator.assign(arm)
@@ -224,7 +266,8 @@ class Engine:
             self.run_id, call_index=index, seq=self.store.next_seq(self.run_id),
             trajectory=pull.trajectory, pull_id=pull.pull_id, generation=proposal.generation,
             slot=proposal.slot, parent_id=proposal.parent_id, reissue_of=reissue_of,
-            seed=seed, messages=proposal.messages)
+            seed=seed, messages=proposal.messages, purpose=proposal.purpose,
+            meta=proposal.meta or None)
         job = CallJob(call_id, index, proposal, pull, seed)
         coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
                                     top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
@@ -256,6 +299,9 @@ class Engine:
         self.flops += flops
         if c.ok:
             self.failures_in_row = 0
+            if job.proposal.is_text:
+                self._tell_text(job, c.text)
+                return
             parsed = self.parse(job, c.text)
             self._evaluate_or_record(job, parsed.code, parsed.error)
             return
@@ -265,7 +311,7 @@ class Engine:
                 f"{self.failures_in_row} LLM calls in a row failed (last: {last_error}); "
                 "check --base-url / the server, then continue with "
                 f"`basevolve run --resume {self.run_id} --store {self.store.path}`")
-        if self.completed + self._reserved() < self.C:
+        if self.completed + self.reserved() < self.C:
             self.reissue.append((job.proposal, job.pull, job.call_id))
         self._emit()
 
@@ -299,9 +345,18 @@ class Engine:
         self.protocols[job.pull.trajectory].tell(p, Child(pid, code, ev.score, ev.valid, ev.error))
         self.children += 1
         self.valid_children += int(ev.valid)
-        job.pull.told += 1
-        if job.pull.done:
-            self.close_pull(job.pull)
+        self._pull_told(job.pull)
+
+    def _tell_text(self, job: CallJob, text: str) -> None:
+        """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
+        self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
+        self.protocols[job.pull.trajectory].tell_text(job.proposal, text)
+        self._pull_told(job.pull)
+
+    def _pull_told(self, pull: Pull) -> None:
+        pull.told += 1
+        if pull.done:
+            self.close_pull(pull)
         self._emit()
 
     def close_pull(self, pull: Pull) -> None:

@@ -13,7 +13,8 @@ After the replay:
   (their cost is unknown and not charged) and their proposals are re-issued as new
   calls (``reissue_of``), so the run still ends with exactly C counted calls;
 * answered calls without a program row (died during evaluation) are evaluated from the
-  stored reply, without a new LLM call;
+  stored reply, without a new LLM call; answered judge/meta calls whose reply was not yet
+  handed to the protocol (no ``told_seq``) are handed over now;
 * a pull whose last child was told but whose allocator ``tell`` was not yet written is
   closed now.
 """
@@ -37,6 +38,7 @@ def _events(engine: Engine) -> list[tuple[int, str, Any]]:
     progs = q("SELECT * FROM programs WHERE run_id=? AND is_initial=0", run)
     allocs = q("SELECT * FROM allocations WHERE run_id=?", run)
     ev = [(r["seq"], "call", r) for r in calls] + [(r["seq"], "prog", r) for r in progs]
+    ev += [(r["told_seq"], "text", r) for r in calls if r["told_seq"] is not None]
     ev += [(r["seq"], "alloc", r) for r in allocs]
     ev.sort(key=lambda e: e[0])
     return ev
@@ -66,6 +68,11 @@ def replay_into(engine: Engine) -> None:
                 proposal = jobs[r["reissue_of"]].proposal
             jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"])
             calls.append(r)
+        elif kind == "text":  # a judge/meta reply handed to the protocol
+            job = jobs[r["call_id"]]
+            engine.protocols[t].tell_text(job.proposal, r["text"] or "")
+            job.pull.told += 1
+            told.add(r["call_id"])
         else:
             job = jobs[r["call_id"]]
             child = Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"])
@@ -115,10 +122,12 @@ def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: s
     for r in calls:
         job = jobs[r["call_id"]]
         status = r["status"]
-        if status == "ok" and r["call_id"] not in told:
+        if status == "ok" and r["call_id"] not in told and job.proposal.is_text:
+            engine.pending_texts.append((job, r["text"] or ""))
+        elif status == "ok" and r["call_id"] not in told:
             parsed = engine.parse(job, r["text"] or "")
             engine.pending_evals.append((job, parsed.code, parsed.error))
         elif status in ("pending", "lost", "failed") and r["call_id"] not in reissued:
-            if status == "failed" and engine.completed + engine._reserved() >= engine.C:
+            if status == "failed" and engine.completed + engine.reserved() >= engine.C:
                 continue  # a counted failure at the end of the budget is not retried
             engine.reissue.append((job.proposal, job.pull, r["call_id"]))

@@ -41,6 +41,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "task_changes": store.task_changes(run),
         "protocol": cfg.protocol, "budget": cfg.budget, "depth": cfg.depth,
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
+        "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
         **totals,
         "best_score": None if b is None else b["score"],
         "best_strict_score": None if b is None else b["strict_score"],

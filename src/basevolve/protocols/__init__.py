@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from basevolve.protocols.base import (
     PROTOCOLS,
+    PURPOSES,
+    TEXT_PURPOSES,
     Child,
     Proposal,
     Protocol,
@@ -31,14 +33,19 @@ from basevolve.protocols.base import (
     Told,
 )
 from basevolve.protocols.greedy import GreedyProtocol, HistoryOptions
+from basevolve.protocols.params import Param, split_assignments
 
 __all__ = [
     "PROTOCOLS",
+    "PURPOSES",
+    "TEXT_PURPOSES",
     "Child",
     "GreedyProtocol",
     "HistoryOptions",
+    "Param",
     "Proposal",
     "Protocol",
     "ProtocolStateError",
     "Told",
+    "split_assignments",
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -29,8 +30,16 @@ import numpy as np
 
 from basevolve.errors import BasevolveError, ConfigError
 from basevolve.prompts.parse import ParsedProgram, extract_program
+from basevolve.protocols.params import Param, parse_params
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
+
+#: What an LLM call is for (stored per call, ``calls.purpose``).  Every purpose costs one
+#: unit of C: no protocol makes hidden calls.
+PURPOSES: tuple[str, ...] = ("mutation", "fix", "judge", "meta_prompt", "summary")
+#: Purposes whose reply is text for the protocol, not a program to run and score: the
+#: engine hands the reply to :meth:`Protocol.tell_text` and stores no program.
+TEXT_PURPOSES: tuple[str, ...] = ("judge", "meta_prompt", "summary")
 
 
 class ProtocolStateError(BasevolveError, RuntimeError):
@@ -70,6 +79,9 @@ class Proposal:
     ``messages`` is the OpenAI chat prompt; ``generation`` is 1-based; ``slot`` is the
     child's index inside the generation (``0..generation_size-1``).  ``meta`` carries
     protocol-specific, JSON-able details (e.g. island id, inspiration ids) for the store.
+    ``purpose`` is one of :data:`PURPOSES`: ``mutation`` and ``fix`` replies are programs
+    (parsed, run, scored); the :data:`TEXT_PURPOSES` replies go back to the protocol as
+    text.
     """
 
     parent_id: int | None
@@ -79,6 +91,17 @@ class Proposal:
     messages: list[dict[str, str]]
     trajectory: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    purpose: str = "mutation"
+
+    def __post_init__(self) -> None:
+        if self.purpose not in PURPOSES:
+            raise ProtocolStateError(
+                f"proposal purpose {self.purpose!r} is not one of {', '.join(PURPOSES)}")
+
+    @property
+    def is_text(self) -> bool:
+        """Whether the reply is text for the protocol rather than a program."""
+        return self.purpose in TEXT_PURPOSES
 
     @property
     def key(self) -> tuple[int, int]:
@@ -101,6 +124,8 @@ class Protocol(ABC):
     """Base class of every parent-sampling protocol (one instance per trajectory)."""
 
     name: ClassVar[str]
+    #: Declared ``--protocol-param`` keys (see :mod:`basevolve.protocols.params`).
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
 
     def __init__(
         self,
@@ -109,14 +134,22 @@ class Protocol(ABC):
         breadth: int = 1,
         trajectory: int = 0,
         rng: np.random.Generator | None = None,
+        asynchronous: bool = False,
     ) -> None:
         """``rng``: the only source of randomness a protocol may use (seeded by the engine
-        per trajectory); deterministic protocols such as greedy ignore it."""
+        per trajectory); deterministic protocols such as greedy ignore it.
+
+        ``asynchronous``: the engine may ask this trajectory again while earlier proposals
+        are still in flight (BaSE under concurrency, issue 9).  Each proposal then sees
+        the trajectory as of its ask; how a protocol uses the flag is its own contract
+        (greedy: only with N = 1, see :mod:`basevolve.protocols.greedy`).
+        """
         if not isinstance(breadth, int) or isinstance(breadth, bool) or breadth < 1:
             raise ConfigError(f"breadth must be an integer >= 1, got {breadth!r}")
         self.task = task
         self.trajectory = trajectory
         self.rng = rng
+        self.asynchronous = bool(asynchronous)
         self._breadth = breadth
         self._best = Child(None, task.initial_program, 0.0, False, "initial program not evaluated")
         self._initial = self._best
@@ -158,6 +191,16 @@ class Protocol(ABC):
     @property
     def n_asked(self) -> int:
         return self._n_asked
+
+    @property
+    def n_outstanding(self) -> int:
+        """How many asked proposals are not yet told (the trajectory's calls in flight)."""
+        return len(self._outstanding)
+
+    @classmethod
+    def parse_params(cls, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Typed ``--protocol-param`` values, or :class:`ConfigError` naming the key."""
+        return parse_params(cls.PARAMS, raw, cls.name)
 
     @property
     def n_told(self) -> int:
@@ -202,7 +245,7 @@ class Protocol(ABC):
         return proposal
 
     def tell(self, proposal: Proposal, child: Child) -> None:
-        if self._outstanding.get(proposal.key) != proposal:
+        if self._outstanding.get(proposal.key) != proposal or proposal.is_text:
             raise ProtocolStateError(
                 f"tell() for proposal (generation, slot)={proposal.key} of trajectory "
                 f"{proposal.trajectory}, which is not outstanding in trajectory {self.trajectory}"
@@ -212,6 +255,19 @@ class Protocol(ABC):
         del self._outstanding[proposal.key]
         self._archive.append(Told(proposal, child))
         self._tell(proposal, child)
+
+    def tell_text(self, proposal: Proposal, text: str) -> None:
+        """Give back the reply to a :data:`TEXT_PURPOSES` proposal (judge, meta prompt).
+
+        The engine calls this instead of :meth:`tell` for such proposals; nothing is run
+        or scored and the archive is unchanged.
+        """
+        if self._outstanding.get(proposal.key) != proposal or not proposal.is_text:
+            raise ProtocolStateError(
+                f"tell_text() for proposal {proposal.key} (purpose {proposal.purpose!r}), "
+                f"which is not an outstanding text proposal of trajectory {self.trajectory}")
+        del self._outstanding[proposal.key]
+        self._tell_text(proposal, text)
 
     def cancel(self, proposal: Proposal) -> None:
         """Forget an outstanding proposal that will never be told (lost call).
@@ -255,6 +311,10 @@ class Protocol(ABC):
 
     def _cancel(self, proposal: Proposal) -> None:  # noqa: B027 - optional hook
         """Hook: undo the bookkeeping of an asked-but-lost proposal."""
+
+    def _tell_text(self, proposal: Proposal, text: str) -> None:
+        """Hook: use a text reply.  Only protocols that ask text proposals override it."""
+        raise ProtocolStateError(f"{self.name} asked no text proposals")
 
     def _summary(self) -> dict[str, Any]:
         return {}

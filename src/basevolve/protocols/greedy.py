@@ -24,6 +24,16 @@ Prompt: OpenEvolve's verbatim template (:mod:`basevolve.prompts.openevolve`), fi
 Acceptance: a child may become the parent only if usable (valid, has code, finite score)
 and strictly better than the parent; a usable child also replaces an unusable parent
 (e.g. an initial program that failed), whatever the scores.
+
+Asynchronous trajectories (issue 9; engine docstring).  Under BaSE with N = 1 the engine
+builds greedy with ``asynchronous=True``: the trajectory may hold several calls in flight.
+Every ask is then its own generation of one child whose parent is the trajectory's best
+*at ask time* -- exactly what sequential Algorithm 2 would send if it chose this arm again
+-- and a returning child is accepted if and only if it is usable and strictly better than
+the trajectory's best *at tell time* (a sibling that returned first may already have
+raised it).  With one call in flight this is identical, call for call, to the barrier
+mode with N = 1.  With N > 1 the generation barrier is kept (``asynchronous`` is ignored):
+a generation's N children share one frozen parent, as Algorithm 1 requires.
 """
 
 from __future__ import annotations
@@ -117,8 +127,10 @@ class GreedyProtocol(Protocol):
         trajectory: int = 0,
         rng: np.random.Generator | None = None,
         history: HistoryOptions | None = None,
+        asynchronous: bool = False,
     ) -> None:
-        super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng)
+        super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
+                         asynchronous=asynchronous and breadth == 1)
         self.history = history or HistoryOptions()
         self._gen = 1
         self._parent: Child | None = None  # frozen at the first ask of a generation
@@ -136,13 +148,20 @@ class GreedyProtocol(Protocol):
 
     @property
     def generations_completed(self) -> int:
-        return self._gen - 1
+        return self.n_told if self.asynchronous else self._gen - 1
 
     # -- hooks ------------------------------------------------------------------------
     def _can_ask(self) -> bool:
-        return bool(self._free)
+        return self.asynchronous or bool(self._free)
 
     def _ask(self) -> Proposal:
+        if self.asynchronous:  # one-child generation from the best as of now
+            parent, self._gen = self.best, self._gen + 1
+            return Proposal(
+                parent_id=parent.program_id, parent_code=parent.code or "",
+                generation=self._gen - 1, slot=0, messages=self._build_messages(parent),
+                trajectory=self.trajectory,
+            )  # fmt: skip
         if self._parent is None:
             self._parent = self.best
             self._messages = self._build_messages(self._parent)
@@ -159,31 +178,39 @@ class GreedyProtocol(Protocol):
         )
 
     def _cancel(self, proposal: Proposal) -> None:
-        self._free.append(proposal.slot)
-        self._free.sort()
+        if not self.asynchronous:  # an asynchronous ask holds no slot
+            self._free.append(proposal.slot)
+            self._free.sort()
 
     def _tell(self, proposal: Proposal, child: Child) -> None:
-        self._children[proposal.slot] = child
         if child.code is not None:
             self._programs.append(
                 _Archived(child, proposal.generation, proposal.slot, program_key(child.code))
             )
+        if self.asynchronous:  # compare with the best as of now, not the ask-time parent
+            self._accept([child] if child.usable else [], proposal.generation)
+            return
+        self._children[proposal.slot] = child
         if len(self._children) == self.generation_size:
             self._close_generation()
 
-    def _close_generation(self) -> None:
-        parent = self._parent
-        assert parent is not None
-        usable = [(slot, c) for slot, c in sorted(self._children.items()) if c.usable]
-        accepted = False
+    def _accept(self, usable: list[Child], generation: int) -> None:
+        """Replace the best by the top usable child if strictly better (or best unusable)."""
+        best, accepted = self.best, False
         if usable:
-            _slot, top = max(usable, key=lambda sc: (sc[1].score, -sc[0]))
-            if not parent.usable or top.score > parent.score:
-                self._prev_score = parent.score if parent.usable else None
+            top = usable[0]
+            if not best.usable or top.score > best.score:
+                self._prev_score = best.score if best.usable else None
                 self._set_best(top)
-                self._accepted.append(self._gen)
+                self._accepted.append(generation)
                 accepted = True
         self._stagnant = 0 if accepted else self._stagnant + 1
+
+    def _close_generation(self) -> None:
+        assert self._parent is not None and self._parent is self.best
+        usable = [(slot, c) for slot, c in sorted(self._children.items()) if c.usable]
+        ranked = sorted(usable, key=lambda sc: (-sc[1].score, sc[0]))
+        self._accept([c for _, c in ranked[:1]], self._gen)
         self._gen += 1
         self._parent = None
         self._messages = None

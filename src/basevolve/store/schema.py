@@ -169,10 +169,30 @@ def _m003_solutions() -> str:
         """
 
 
+def _m004_concurrency_and_purpose() -> str:
+    """Version 4 (issues 9 and 10): decision quality and call purposes.
+
+    * ``allocations.n_eligible``: how many arms were eligible at an ``ask`` (a decision
+      with one eligible arm is no decision; ``decisions_with_choice`` summarises it);
+    * ``calls.purpose`` (``mutation``, ``fix``, ``judge``, ``meta_prompt``, ``summary``)
+      and ``calls.meta_json`` (the protocol's JSON-able proposal details);
+    * ``calls.told_seq``: when a text reply (judge/meta) was handed to its protocol, so a
+      resume replays it at the same point.  Older rows get ``mutation`` and NULLs.
+    """
+    return """
+        ALTER TABLE allocations ADD COLUMN n_eligible INTEGER;
+        ALTER TABLE calls ADD COLUMN purpose TEXT NOT NULL DEFAULT 'mutation';
+        ALTER TABLE calls ADD COLUMN meta_json TEXT;
+        ALTER TABLE calls ADD COLUMN told_seq INTEGER;
+        UPDATE allocations SET n_eligible = (SELECT count(*) FROM json_each(eligible_json)
+            WHERE json_each.value = 1) WHERE kind = 'ask' AND eligible_json IS NOT NULL;
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
-MIGRATIONS: tuple[Callable[[], str], ...] = (_m001_initial, _m002_task_identity,
-                                             _m003_solutions)
+MIGRATIONS: tuple[Callable[[], str], ...] = (
+    _m001_initial, _m002_task_identity, _m003_solutions, _m004_concurrency_and_purpose)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

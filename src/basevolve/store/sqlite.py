@@ -97,6 +97,7 @@ class RunStore:
         if run_id not in self._seq:
             row = self.db.execute(
                 "SELECT max(s) FROM (SELECT max(seq) s FROM calls WHERE run_id=:r "
+                "UNION ALL SELECT max(told_seq) FROM calls WHERE run_id=:r "
                 "UNION ALL SELECT max(seq) FROM programs WHERE run_id=:r "
                 "UNION ALL SELECT max(seq) FROM allocations WHERE run_id=:r)",
                 {"r": run_id},
@@ -187,6 +188,9 @@ class RunStore:
         """Record an LLM call *before* its request is sent (status ``pending``)."""
         row = {"run_id": run_id, "status": "pending", "created_at": time.time(), **row}
         row["messages_json"] = json.dumps(row.pop("messages"))
+        if "meta" in row:
+            meta = row.pop("meta")
+            row["meta_json"] = None if meta is None else json.dumps(meta, default=_jsonable)
         sql = f"INSERT INTO calls ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
         return self._tx([(sql, list(row.values()))])[0]
 
@@ -219,6 +223,10 @@ class RunStore:
             self.db.execute("ROLLBACK")
             raise
 
+    def mark_told(self, call_id: int, seq: int) -> None:
+        """Record (at ``seq``) that a text reply (judge, meta prompt) went to its protocol."""
+        self._tx([("UPDATE calls SET told_seq=? WHERE call_id=?", (seq, call_id))])
+
     def mark_lost(self, run_id: str) -> list[int]:
         """Turn the run's ``pending`` calls (in flight when a process died) into ``lost``."""
         ids = [r[0] for r in self.query(
@@ -246,12 +254,15 @@ class RunStore:
                           trajectory: int, call_index: int | None = None,
                           units: int | None = None,
                           reward: float | None = None, eligible: Sequence[bool] | None = None,
+                          n_eligible: int | None = None,
                           summary: dict[str, Any] | None = None) -> None:
         stmts: list[tuple[str, Sequence[Any]]] = [(
             "INSERT INTO allocations (run_id, seq, kind, pull_id, call_index, trajectory, units, "
-            "reward, eligible_json, summary_json, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "reward, eligible_json, n_eligible, summary_json, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, seq, kind, pull_id, call_index, trajectory, units, reward,
              None if eligible is None else json.dumps([bool(e) for e in eligible]),
+             n_eligible,
              None if summary is None else json.dumps(summary, default=_jsonable),
              time.time()),
         )]
@@ -305,7 +316,21 @@ class RunStore:
         ).fetchone()[0]
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
-                "completion_tokens": int(r["o"]), "flops": float(flops)}
+                "completion_tokens": int(r["o"]), "flops": float(flops),
+                **self.decision_quality(run_id)}
+
+    def decision_quality(self, run_id: str) -> dict[str, Any]:
+        """How often the allocator really chose (issue 9).
+
+        ``decisions_with_choice`` = fraction of bandit decisions (``ask`` events) with at
+        least 2 eligible arms; None when the run made no bandit decision (K = 1, or only
+        Algorithm 2's initial ``assign`` pulls).
+        """
+        r = self.db.execute(
+            "SELECT count(*) n, coalesce(sum(n_eligible >= 2), 0) k FROM allocations "
+            "WHERE run_id=? AND kind='ask'", (run_id,)).fetchone()
+        return {"bandit_decisions": int(r["n"]),
+                "decisions_with_choice": r["k"] / r["n"] if r["n"] else None}
 
 
 def _jsonable(obj: Any) -> Any:

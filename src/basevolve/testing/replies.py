@@ -33,3 +33,51 @@ def seed_scale(seed: Any) -> float:
 def seeded_packing_reply(body: dict[str, Any], index: int) -> str:
     """A fenced, valid packing program whose score is determined by ``body["seed"]``."""
     return "```python\n" + PACKING_PROGRAM.format(scale=seed_scale(body.get("seed"))) + "```\n"
+
+
+class ArmMarkedReplies:
+    """Replies whose quality depends on the trajectory (issue 9's allocation test).
+
+    Each of the K initial (``assign``) calls -- call indices 0..K-1 go to trajectories
+    0..K-1 in order (paper, Algorithm 2) -- is answered with a packing program carrying
+    the marker ``# arm: i``.  Every later request reads the marker from the parent program
+    in its prompt (greedy's "Current Program" section; a trajectory's archive only holds
+    its own programs), so the reply -- and its score -- depend on the trajectory that
+    asked.  Arm ``best_arm`` draws its radius scale from ``good`` and the others from
+    ``bad``; a request whose parent has no marker yet (asked before the trajectory's first
+    child was told) gets scale ``unmarked``, below the initial program, so it is never
+    accepted and every trajectory keeps its marker.  The call index is recovered from the
+    request seed (the engine's :func:`~basevolve.engine.state.call_seed`).
+    """
+
+    def __init__(self, *, arms: int, run_seed: int, budget: int, best_arm: int = 0,
+                 good: tuple[float, float] = (0.95, 1.0),
+                 bad: tuple[float, float] = (0.47, 0.55), unmarked: float = 0.2) -> None:
+        from basevolve.engine.state import call_seed
+
+        self.arms, self.best_arm = arms, best_arm
+        self.good, self.bad, self.unmarked = good, bad, unmarked
+        self.index_of = {call_seed(run_seed, i): i for i in range(budget * 2)}
+
+    def marker_of(self, body: dict[str, Any]) -> int | None:
+        index = self.index_of.get(body.get("seed"))
+        if index is not None and index < self.arms:
+            return index
+        text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+        pos = text.find("# arm: ")
+        if pos < 0:
+            return None
+        digits = text[pos + 7:].split("\n", 1)[0].strip()
+        return int(digits) if digits.isdigit() else None
+
+    def __call__(self, body: dict[str, Any], index: int) -> str:
+        arm = self.marker_of(body)
+        if arm is None:
+            scale = self.unmarked
+        else:
+            lo, hi = self.good if arm == self.best_arm else self.bad
+            scale = round(lo + (hi - lo) * (seed_scale(body.get("seed")) - 0.3) / 0.7, 6)
+        program = PACKING_PROGRAM.format(scale=scale)
+        if arm is not None:
+            program = f"# arm: {arm}\n" + program
+        return "```python\n" + program + "```\n"
