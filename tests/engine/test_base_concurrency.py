@@ -31,7 +31,7 @@ RECORDED = Path(__file__).parent / "data" / "sequential_allocations_2d784cf.json
 def _base(pool, tmp_path: Path, allocator: str, **kw) -> tuple[dict, list[int]]:
     replies = ArmMarkedReplies(arms=K, run_seed=SEED, budget=C)
     store = tmp_path / f"{allocator}.sqlite"
-    with LLMTestServer(replies, latency_s=0.02) as srv:
+    with LLMTestServer(replies, latency_s=0.2) as srv:
         cfg = RunConfig(task="circle_packing", budget=C, model="test-model", params=1e9,
                         base_url=srv.base_url, allocator=allocator, arms=K, seed=SEED,
                         max_in_flight=16, run_id=allocator, **kw)
