@@ -76,7 +76,7 @@ def test_run_page_of_a_base_run(dashboard, store):
     assert [a[-1] for a in d["pulls"]["per_arm"]] == [r["pulls"] for r in pulls]
     assert sum(a[-1] for a in d["pulls"]["per_arm"]) == C
     assert d["pulls"]["summary"]["arms"] == K  # the allocator's own state summary
-    assert len(d["scatter"]["x"]) == C == len(d["calls"]) == d["totals"]["calls_done"]
+    assert len(d["scatter"]["x"]) == C == len(d["calls"]["rows"]) == d["totals"]["calls_done"]
     ids = {n["id"] for n in d["lineage"]}
     assert d["totals"]["best_program_id"] in ids
     assert all(n["parent"] is None or n["parent"] in ids for n in d["lineage"])

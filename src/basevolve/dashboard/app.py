@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from importlib import resources
@@ -32,12 +34,13 @@ from basevolve.dashboard.db import ReadOnlyStore, connect_readonly
 from basevolve.dashboard.details import call_detail, program_detail
 from basevolve.dashboard.picture import Pictures, PictureUnavailable
 from basevolve.dashboard.run_data import run_page
-from basevolve.dashboard.runs import RunsQuery, runs_page
+from basevolve.dashboard.runs import RunsQuery, runs_page, sweeps_overview
 from basevolve.dashboard.security import Guard
 from basevolve.errors import ConfigError
 
 POLL_S = 0.5
 HEARTBEAT_S = 15.0
+CACHE_ENTRIES = 64
 
 
 def static_dir() -> Path:
@@ -69,30 +72,49 @@ def _error(status: int, message: str) -> Json:
 
 
 class Watcher:
-    """A counter that goes up whenever another connection commits to the store."""
+    """A counter that goes up whenever another connection commits to the store.
+
+    Also the key of the dashboard's small caches: a value computed at version v stays
+    right until the counter moves (checked at most every ``POLL_S / 2``).
+    """
 
     def __init__(self, store: ReadOnlyStore) -> None:
         self.store = store
         self.version = 0
-        self._con = None
+        self._con: sqlite3.Connection | None = None
         self._last: tuple[int, int] | None = None
         self._checked = 0.0
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[int, Any]] = {}
 
     def poll(self) -> int:
-        now = time.monotonic()
-        if now - self._checked < POLL_S / 2:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked < POLL_S / 2:
+                return self.version
+            self._checked = now
+            if self._con is None:
+                self._con = connect_readonly(self.store.path)
+            state = (self._con.execute("PRAGMA data_version").fetchone()[0],
+                     self._con.execute("PRAGMA schema_version").fetchone()[0])
+            if self._last is not None and state != self._last:
+                self.version += 1
+                if state[1] != self._last[1]:
+                    self.store.refresh_schema()  # a migration may have added columns
+            self._last = state
             return self.version
-        self._checked = now
-        if self._con is None:
-            self._con = connect_readonly(self.store.path)
-        state = (self._con.execute("PRAGMA data_version").fetchone()[0],
-                 self._con.execute("PRAGMA schema_version").fetchone()[0])
-        if self._last is not None and state != self._last:
-            self.version += 1
-            if state[1] != self._last[1]:
-                self.store.refresh_schema()  # a migration may have added columns
-        self._last = state
-        return self.version
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, reused until the store changes."""
+        version = self.poll()
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        value = compute()
+        if len(self._cache) >= CACHE_ENTRIES:  # e.g. many tau lists typed in: start over
+            self._cache.clear()
+        self._cache[key] = (version, value)
+        return value
 
 
 def create_app(store_path: str | Path, *, token: str | None = None,
@@ -110,9 +132,11 @@ def create_app(store_path: str | Path, *, token: str | None = None,
 
     def api_runs(request: Request) -> Response:
         try:
-            return Json(runs_page(store, RunsQuery.from_params(request.query_params)))
+            data = runs_page(store, RunsQuery.from_params(request.query_params))
         except ConfigError as exc:
             return _error(400, str(exc))
+        data["sweeps"] = watcher.cached("sweeps", lambda: sweeps_overview(store))
+        return Json(data)
 
     def api_run(request: Request) -> Response:
         data = run_page(store, request.query_params.get("id", ""))
@@ -152,9 +176,10 @@ def create_app(store_path: str | Path, *, token: str | None = None,
             taus = parse_taus(request.query_params.get("tau"))
         except ConfigError as exc:
             return _error(400, str(exc))
-        return Json(sweep_page(store, request.query_params.get("id", "all"), taus))
+        sweep = request.query_params.get("id", "all")
+        return Json(watcher.cached(f"sweep:{sweep}:{taus}", lambda: sweep_page(store, sweep, taus)))
 
-    async def api_version(request: Request) -> Response:  # async: polls on the loop thread
+    def api_version(request: Request) -> Response:
         return Json({"version": watcher.poll()})
 
     async def api_events(request: Request) -> Response:

@@ -49,15 +49,28 @@ def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
 def _calls(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
     extra = _optional(store, "calls", ("purpose",), "c")
     rows = store.query(f"""
-        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.pull_id, c.generation, c.slot,
-               c.parent_id, c.reissue_of, c.status, c.counted, c.finish_reason,
-               c.prompt_tokens, c.cached_tokens, c.completion_tokens, c.flops, c.latency_s,
-               substr(c.error, 1, {SNIPPET}) AS error, c.created_at, c.completed_at,
-               (SELECT count(*) FROM attempts a WHERE a.call_id = c.call_id) AS attempts,
-               p.program_id, p.score, p.valid, p.seq AS tell_seq{extra}
+        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.generation, c.parent_id,
+               c.status, c.counted, c.prompt_tokens, c.cached_tokens, c.completion_tokens,
+               c.flops, c.latency_s, substr(c.error, 1, {SNIPPET}) AS error,
+               coalesce(a.n, 0) AS attempts, p.program_id, p.score, p.valid,
+               p.seq AS tell_seq{extra}
         FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
-        WHERE c.run_id = ? ORDER BY c.call_index""", (run_id,))
+        LEFT JOIN (SELECT call_id, count(*) AS n FROM attempts WHERE call_id IN
+                   (SELECT call_id FROM calls WHERE run_id = :r) GROUP BY call_id) a
+               ON a.call_id = c.call_id
+        WHERE c.run_id = :r ORDER BY c.call_index""", {"r": run_id})
     return [dict(r) for r in rows]
+
+
+#: columns of the calls table as sent (rows as lists: 512 rows of dicts repeat every key)
+CALL_COLUMNS = ("call_index", "trajectory", "generation", "status", "counted",
+                "prompt_tokens", "cached_tokens", "completion_tokens", "flops", "latency_s",
+                "error", "attempts", "program_id", "score", "valid")
+
+
+def _short(x: float) -> float:
+    """A chart coordinate: 7 significant digits are plenty and halve the JSON."""
+    return float(f"{x:.7g}")
 
 
 def _programs(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
@@ -74,7 +87,7 @@ def progress(calls: list[dict[str, Any]], initial: float | None, arms: int) -> d
     """Running best per trajectory and overall vs calls done and cumulative FLOPs."""
     done = [c for c in calls if c["status"] != "pending"]
     done.sort(key=lambda c: (c["tell_seq"] if c["tell_seq"] is not None else c["seq"]))
-    start = initial if initial is not None else 0.0
+    start = _short(initial) if initial is not None else 0.0
     best = [start] * max(arms, 1)
     x_calls: list[int] = [0]
     x_flops: list[float] = [0.0]
@@ -90,10 +103,10 @@ def progress(calls: list[dict[str, Any]], initial: float | None, arms: int) -> d
             continue  # its FLOPs show up at the next charged call
         n += 1
         x_calls.append(n)
-        x_flops.append(flops)
+        x_flops.append(_short(flops))
         for k, b in enumerate(best):
-            per_traj[k].append(b)
-        overall.append(max(best))
+            per_traj[k].append(_short(b))
+        overall.append(_short(max(best)))
     return {"calls": x_calls, "flops": x_flops, "overall": overall, "per_trajectory": per_traj}
 
 
@@ -220,12 +233,12 @@ def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
         "best_program_id": None if best is None else best["program_id"],
         "initial_score": None if initial is None else initial["score"],
     }
-    curve = progress(calls, None if initial is None else initial["score"], arms)
-    for c in calls:
-        c.pop("tell_seq", None)
+    columns = CALL_COLUMNS + (("purpose",) if store.has("calls", "purpose") else ())
     return {
-        "run": run, "totals": totals, "trajectories": trajectories, "progress": curve,
+        "run": run, "totals": totals, "trajectories": trajectories,
+        "progress": progress(calls, None if initial is None else initial["score"], arms),
         "scatter": scatter(calls), "pulls": pulls(store, run_id, arms),
-        "lineage": lineage(programs, calls), "calls": calls, "errors": errors,
+        "lineage": lineage(programs, calls), "errors": errors,
+        "calls": {"columns": columns, "rows": [[c[k] for k in columns] for c in calls]},
         "picture": {"stored": bool(solution)},
     }

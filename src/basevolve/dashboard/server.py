@@ -28,8 +28,10 @@ def bind(host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         raise ConfigError(f"--host {host!r} cannot be resolved ({exc.strerror}); "
                           "use an IP address such as 127.0.0.1") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, kind, proto, _, addr = infos[0]
+    # proto must be IPPROTO_TCP (not 0): asyncio sets TCP_NODELAY on accepted sockets only
+    # then, and without it every response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(addr)

@@ -257,6 +257,8 @@
 
   async function refresh() {
     const d = await json(`/api/run?id=${q}`);
+    const cols = d.calls.columns;  // calls come as rows of values: make them objects
+    d.calls = d.calls.rows.map((row) => Object.fromEntries(cols.map((c, i) => [c, row[i]])));
     renderHead(d);
     renderCharts(d);
     renderTrajectories(d);

@@ -1,0 +1,194 @@
+"""Dashboard latency benchmark (issue 14): run page of a C = 512, K = 10 run, runs list of
+10,000 runs.
+
+Targets: the run page served in <= 300 ms; the runs list stays fast with 10,000 runs.
+
+Two stores, both real:
+
+* **run store**: one BaSE run (UCB, K = 10 greedy N = 1 trajectories, C = 512) against
+  the LLM test server (valid circle-packing replies, every child sandboxed and scored)
+  through ``start_run``, exactly as ``basevolve run`` does;
+* **list store**: 10,000 finished runs written through :class:`basevolve.store.RunStore`
+  (run row, K trajectories, initial program, summary; no LLM calls, so it builds in
+  seconds), 1 in 4 tagged with a ``sweep`` key, 1 in 10 left ``running`` with 8 calls
+  so the live-total subqueries are exercised.
+
+The dashboard is the real ``basevolve dashboard`` command (uvicorn) in its own process;
+times are HTTP round trips on loopback from this process (``http.client``, one kept-alive
+connection), i.e. server time plus a small client cost, so they are upper bounds on the
+server time.  "run page" = the HTML shell + ``/api/run`` (everything the page draws
+first); call and program details are fetched on click and timed separately.  "first"
+is the first request (cold caches; the sweep page is then cached until the store
+changes), median/p95 over ``--repeat`` further requests.
+
+    python benchmarks/dashboard_latency.py [--runs 10000] [--budget 512] [--arms 10]
+        [--repeat 30] [--keep DIR]
+
+Prints a table and a JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from basevolve.config import RunConfig
+from basevolve.engine import start_run
+from basevolve.store import RunStore
+from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_packing_reply
+
+
+def build_run_store(path: Path, budget: int, arms: int) -> str:
+    with LLMTestServer(seeded_packing_reply) as srv:
+        cfg = RunConfig(task="circle_packing", model="test-model", base_url=srv.base_url,
+                        params=8e9, budget=budget, allocator="ucb", arms=arms,
+                        run_id=f"base-ucb-C{budget}-K{arms}", max_in_flight=16)
+        start_run(cfg, path, out_dir=path.parent / "out")
+    return cfg.run_id
+
+
+def build_list_store(path: Path, n: int, arms: int = 10) -> None:
+    rng = np.random.default_rng(0)
+    with RunStore(path) as st:
+        for i in range(n):
+            run = f"run-{i:05d}"
+            cfg = {"task": ["circle_packing", "min_max_distance", "heilbronn_triangle"][i % 3],
+                   "model": f"model-{i % 4}", "protocol": "greedy",
+                   "allocator": "single" if i % 2 else "ucb", "arms": 1 if i % 2 else arms,
+                   "budget": 2 ** (3 + i % 7), "depth": 1, "breadth": 1, "seed": i % 10}
+            if i % 4 == 0:
+                cfg["sweep"] = f"sweep-{i % 12}"
+            st.create_run(run, cfg, active_params=8e9)
+            st.insert_program(run, code="x = 1", score=float(rng.uniform(0, 0.5)), valid=True,
+                              generation=0, is_initial=1)
+            if i % 10 == 0:  # a live run: totals come from its rows
+                st.set_status(run, "running")
+                for k in range(8):
+                    cid = st.insert_call(run, call_index=k, seq=st.next_seq(run), trajectory=0,
+                                         pull_id=k, generation=k + 1, slot=0, seed=k,
+                                         messages=[{"role": "user", "content": "p"}])
+                    st.finish_call(cid, status="ok", counted=True, fields={"flops": 1e12},
+                                   attempts=[])
+                continue
+            st.write_summary(run, {"calls_completed": cfg["budget"], "calls_lost": 0,
+                                   "best_score": float(rng.uniform(0.5, 1)),
+                                   "best_program_id": None, "flops": 1e12 * cfg["budget"],
+                                   "prompt_tokens": 0, "cached_tokens": 0,
+                                   "completion_tokens": 0})
+            st.set_status(run, "finished")
+
+
+class Server:
+    def __init__(self, store: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "basevolve", "dashboard", "--store", str(store), "--port", "0"],
+            stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        port = re.search(r"http://[^:]+:(\d+)/", line)
+        if port is None:
+            raise SystemExit(f"dashboard did not start: {line!r}")
+        self.con = http.client.HTTPConnection("127.0.0.1", int(port.group(1)), timeout=60)
+
+    def get(self, path: str) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        self.con.request("GET", path)
+        res = self.con.getresponse()
+        body = res.read()
+        ms = 1000 * (time.perf_counter() - t0)
+        if res.status != 200:
+            raise SystemExit(f"{path}: HTTP {res.status}: {body[:200]!r}")
+        return ms, len(body)
+
+    def close(self) -> None:
+        self.con.close()
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def measure(srv: Server, paths: list[str], repeat: int) -> dict[str, Any]:
+    first = sum(srv.get(p)[0] for p in paths)  # cold: imports, connections, caches empty
+    samples, size = [], 0
+    for _ in range(repeat):
+        total = 0.0
+        for p in paths:
+            ms, n = srv.get(p)
+            total += ms
+            size = max(size, n)
+        samples.append(total)
+    return {"first_ms": first, "median_ms": statistics.median(samples),
+            "p95_ms": float(np.percentile(samples, 95)), "max_bytes": size}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--budget", type=int, default=512)
+    ap.add_argument("--arms", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--keep", type=Path, help="build (or reuse) the stores in this folder")
+    args = ap.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="bv-dash-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    run_db, list_db = folder / "run.sqlite", folder / "list.sqlite"
+    run_id = f"base-ucb-C{args.budget}-K{args.arms}"
+    if not run_db.exists():
+        t0 = time.perf_counter()
+        build_run_store(run_db, args.budget, args.arms)
+        print(f"built the C={args.budget}, K={args.arms} run in {time.perf_counter() - t0:.1f} s")
+    if not list_db.exists():
+        t0 = time.perf_counter()
+        build_list_store(list_db, args.runs)
+        print(f"built {args.runs} runs in {time.perf_counter() - t0:.1f} s")
+
+    rows: list[tuple[str, dict[str, Any], float | None]] = []
+    srv = Server(run_db)
+    try:
+        rows.append((f"run page (shell + /api/run), C={args.budget} K={args.arms}",
+                     measure(srv, ["/run", f"/api/run?id={run_id}"], args.repeat), 300.0))
+        rows.append(("call detail (prompt + reply)",
+                     measure(srv, [f"/api/call?run={run_id}&index=300"], args.repeat), None))
+        rows.append(("program detail (code + diff)",
+                     measure(srv, [f"/api/program?run={run_id}&id=400"], args.repeat), None))
+    finally:
+        srv.close()
+    srv = Server(list_db)
+    try:
+        for label, path in [
+            ("runs list, page 1 (newest first)", "/api/runs"),
+            ("runs list, sorted by best", "/api/runs?sort=best&dir=desc"),
+            ("runs list, sorted by calls, page 150", "/api/runs?sort=calls&page=150&size=50"),
+            ("runs list, filtered 'model-3', status finished",
+             "/api/runs?q=model-3&status=finished"),
+            ("runs list, one sweep", "/api/runs?sweep=sweep-4"),
+        ]:
+            rows.append((f"{label}, {args.runs} runs", measure(srv, ["/", path], args.repeat),
+                         300.0))
+        rows.append((f"sweep page 'all', {args.runs} runs",
+                     measure(srv, ["/api/sweep?id=all"], max(3, args.repeat // 10)), None))
+    finally:
+        srv.close()
+
+    print(f"\n{'request':<62} {'first ms':>9} {'median ms':>10} {'p95 ms':>8} {'KiB':>7} "
+          f"{'target':>8}")
+    for label, m, target in rows:
+        tgt = "-" if target is None else (f"<= {target:.0f}" + (" ok" if m["p95_ms"] <= target
+                                                                   else " MISS"))
+        print(f"{label:<62} {m['first_ms']:>9.1f} {m['median_ms']:>10.1f} {m['p95_ms']:>8.1f} "
+              f"{m['max_bytes'] / 1024:>7.1f} {tgt:>8}")
+    print(json.dumps({label: m for label, m, _ in rows}))
+
+
+if __name__ == "__main__":
+    main()
