@@ -52,19 +52,20 @@ def sqrt_depth(c: int) -> int:
     return min(divs, key=lambda d: (abs(math.log(d) - 0.5 * math.log(c)), d))
 
 
-def methods(c: int) -> list[tuple[str, dict[str, Any]]]:
+def methods(c: int, bandits: tuple[str, ...] = BANDITS) -> list[tuple[str, dict[str, Any]]]:
     out = [(f"greedy T={t}", {"depth": t, "allocator": "single", "arms": 1})
            for t in sorted({1, sqrt_depth(c), c})]
-    out += [(f"base {b}", {"depth": c, "allocator": b, "arms": ARMS}) for b in BANDITS]
+    out += [(f"base {b}", {"depth": c, "allocator": b, "arms": ARMS}) for b in bandits]
     return out
 
 
-def jobs(tasks: list[str], budgets: list[int], caps: list[float], seeds: int) -> list[dict]:
+def jobs(tasks: list[str], budgets: list[int], caps: list[float], seeds: int,
+         bandits: tuple[str, ...] = BANDITS) -> list[dict]:
     out = []
     for task in tasks:
         for cap in caps:
             for c in budgets:
-                for name, over in methods(c):
+                for name, over in methods(c, bandits):
                     for s in range(seeds):
                         cfg = {"task": task, "budget": c, "model": f"sim-cap{cap:g}",
                                "params": 8e9, "seed": s, "max_in_flight": 16,
@@ -84,7 +85,8 @@ def _diff_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[fl
     return float(b.mean() - a.mean()), float(lo), float(hi)
 
 
-def report(df: pd.DataFrame, rng: np.random.Generator) -> dict[str, Any]:
+def report(df: pd.DataFrame, rng: np.random.Generator,
+           bandits: tuple[str, ...] = BANDITS) -> dict[str, Any]:
     out: dict[str, Any] = {"cells": [], "decomposition": []}
     for (task, cap, c), g in df.groupby(["task", "capability", "budget"], sort=True):
         taus = THRESHOLDS[task]
@@ -92,7 +94,7 @@ def report(df: pd.DataFrame, rng: np.random.Generator) -> dict[str, Any]:
         head = f"{'method':<18} {'mean':>7} {'95% CI':>17} {'IQM':>7}"
         print(head + "".join(f" {'P>=' + format(t, 'g'):>8}" for t in taus))
         by = {m: gg["fitness"].to_numpy(float) for m, gg in g.groupby("method")}
-        for name, _ in methods(int(c)):
+        for name, _ in methods(int(c), bandits):
             if name not in by:
                 continue
             x = by[name]
@@ -111,8 +113,8 @@ def report(df: pd.DataFrame, rng: np.random.Generator) -> dict[str, Any]:
         out["decomposition"].append({"task": task, "capability": cap, "budget": int(c),
                                      "step": "pool", "to": "random", "effect": eff,
                                      "ci_low": lo, "ci_high": hi})
-        for b in BANDITS[1:]:
-            if f"base {b}" not in by:
+        for b in bandits:
+            if b == "random" or f"base {b}" not in by:
                 continue
             eff, lo, hi = _diff_ci(rand, by[f"base {b}"], rng)
             print(f"allocation   random -> {b:<11}: {eff:+.4f} [{lo:+.4f}, {hi:+.4f}]")
@@ -139,11 +141,15 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=3, help="runs at a time (processes)")
     ap.add_argument("--out", default=None, help="keep stores and results here")
     ap.add_argument("--json", default=None, help="write the results as JSON to this file")
+    ap.add_argument("--bandits", default=",".join(BANDITS),
+                    help="BaSE allocators, comma list (default: the paper's five; any registered "
+                         "name, e.g. successive_halving,sw_ucb)")
     args = ap.parse_args()
+    bandits = tuple(b for b in args.bandits.split(",") if b)
     budgets = [int(x) for x in (args.budgets or ("128" if args.quick else "128,512")).split(",")]
     caps = [float(x) for x in (args.capabilities or ("1" if args.quick else "0.5,1")).split(",")]
     tasks = [t for t in args.tasks.split(",") if t]
-    grid = jobs(tasks, budgets, caps, args.seeds)
+    grid = jobs(tasks, budgets, caps, args.seeds, bandits)
     print(f"{len(grid)} runs: tasks {tasks}, C {budgets}, capability {caps}, "
           f"{args.seeds} seeds, {args.workers} at a time", file=sys.stderr)
     t0, cpu0 = time.perf_counter(), _cpu_s()
@@ -163,7 +169,7 @@ def main() -> int:
     crashed = df[df["resumed_after"] != ""]
     for r in crashed.itertuples():
         print(f"run {r.run_id} crashed ({r.resumed_after}) and was resumed to its budget")
-    res = report(df, np.random.default_rng(0))
+    res = report(df, np.random.default_rng(0), bandits)
     res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(crashed), "runs": len(df), "calls": calls,
                 "load_average_end": os.getloadavg()[0],
                 "run_wall_s_mean": float(df["wall_s"].mean())})
