@@ -29,6 +29,14 @@ Thompson: provisional observations; EXP3.P: the probability actually used).  Eac
 decision's number of eligible arms is stored (``allocations.n_eligible``) and summarised
 as ``decisions_with_choice``.
 
+A slot is held from the request until the child is told (LLM call *and* evaluation):
+the allocator then never has more than ``max_in_flight`` pulls without feedback.  Why:
+when replies come back faster than the sandbox scores them, counting only the HTTP
+requests let the unevaluated pulls grow without bound (measured: ~90 pending pulls at
+16 slots with a loaded evaluator) and the bandit decided blind, piling calls onto
+whichever arm a stale posterior favoured.  The cost is the evaluation time per slot
+(milliseconds against seconds of generation; ``benchmarks/base_concurrency.py``).
+
 Why no per-arm in-flight cap by default: the allocators already discount arms with pulls
 in flight (their pending-pull rules), so a cap would override the bandit's own choice;
 ``--arm-in-flight`` is there for users who want to bound how many siblings share one
@@ -188,7 +196,8 @@ class Engine:
     def _fill(self) -> None:
         if self.sequential and (self.llm or self.evals):
             return
-        while len(self.llm) < self.cfg.max_in_flight and self.completed + len(self.llm) < self.C:
+        while (len(self.llm) + len(self.evals) < self.cfg.max_in_flight
+               and self.completed + len(self.llm) < self.C):
             item = self._next_call()
             if item is None:
                 return
