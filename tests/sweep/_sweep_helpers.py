@@ -53,14 +53,17 @@ def rows(db: Path, sql: str, *params: object) -> list[dict]:
 
 
 def ledger(db: Path) -> dict[str, dict]:
-    """Per run: status, budget, counted calls, lost calls, best score, child scores."""
+    """Per run: status, budget, counted/lost calls, best score, child scores, solutions."""
     out = {r["run_id"]: dict(r) for r in rows(db, "SELECT run_id, status, budget FROM runs")}
     for r in rows(db, "SELECT run_id, sum(counted) c, sum(status='lost') lost FROM calls "
                       "GROUP BY run_id"):
         out[r["run_id"]].update(counted=r["c"], lost=r["lost"])
     for r in rows(db, "SELECT run_id, max(score) best FROM programs GROUP BY run_id"):
         out[r["run_id"]]["best"] = r["best"]
+    for r in rows(db, "SELECT run_id, count(*) n FROM solutions GROUP BY run_id"):
+        out[r["run_id"]]["solutions"] = r["n"]
     for rid in out:
+        out[rid].setdefault("solutions", 0)
         out[rid]["scores"] = sorted(x["score"] for x in rows(
             db, "SELECT score FROM programs WHERE run_id=? AND is_initial=0", rid))
     return out

@@ -50,6 +50,7 @@ def test_ray_executor_matches_local(tmp_path, cluster, grid_file):
         got = remote[rid]
         assert got["status"] == "finished" and got["counted"] == want["budget"]
         assert got["best"] == want["best"] and got["scores"] == want["scores"]
+        assert got["solutions"] == want["solutions"] == 1  # every table travels
     assert not list((tmp_path / "scratch").glob("*.sqlite"))  # merged, then dropped
     # the imported run is a whole ledger: same rows as one run of the local store
     some = next(iter(local))

@@ -167,12 +167,30 @@ async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task:
         summary = await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
                                progress=progress)
         summary.update({"best_program": None, "picture": None})
+        await _keep_solution(summary, store, evaluator)
         store.write_summary(cfg.run_id, summary)
         return summary
     finally:
         if own_client:
             await client.aclose()
         await evaluator.aclose()
+
+
+async def _keep_solution(summary: dict[str, Any], store: RunStore,
+                         evaluator: SandboxEvaluator) -> None:
+    """Store the best program's value (as ``write_outputs`` does) so readers such as the
+    dashboard can draw it without running code; a failure only loses the picture."""
+    from basevolve.records import ExecStatus
+
+    code = summary.get("best_code")
+    if code is None:
+        return
+    try:
+        ex = await evaluator.execute(code)
+        if ex.status is ExecStatus.OK:
+            store.save_solution(summary["run_id"], summary["best_program_id"], ex.value)
+    except Exception as exc:  # a missing picture must not lose a finished run
+        summary["picture_error"] = f"{type(exc).__name__}: {exc}"
 
 
 @contextmanager

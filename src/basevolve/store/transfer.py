@@ -9,8 +9,10 @@ one transaction, so a killed driver leaves either the whole run or none of it.
 Row ids (``calls.call_id``, ``programs.program_id``) are per file, so they are shifted
 past the target's largest ids, and every column that refers to them (declared foreign
 keys, found with ``PRAGMA foreign_key_list``, plus ``calls.parent_id``) is shifted the
-same way.  The derived ``run_summary`` row is not copied; the caller recomputes it from
-the imported ledger.
+same way.  The tables are found in the schema (every table with a ``run_id`` column, plus
+``attempts`` through its call), so tables added by later migrations travel too.  The
+derived ``run_summary`` row is not copied; the caller recomputes it from the imported
+ledger.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any
 from basevolve.errors import StoreError
 from basevolve.store.sqlite import RunStore
 
-#: Tables holding a run's ledger, in an order that satisfies their references.
-RUN_TABLES = ("runs", "trajectories", "programs", "calls", "attempts", "allocations")
+#: Tables that are not a run's own rows (derived, or the store's marker).
+_NOT_RUN_ROWS = ("run_summary", "basevolve_meta", "sqlite_sequence")
 _ID_COLUMNS = {("calls", "call_id"): "calls", ("programs", "program_id"): "programs"}
 #: References the schema does not declare as foreign keys.
 _UNDECLARED = {("calls", "parent_id"): "programs"}
@@ -33,7 +35,7 @@ def export_run(store: RunStore, run_id: str) -> dict[str, list[dict[str, Any]]]:
     if store.get_run(run_id) is None:
         raise StoreError(f"run {run_id!r} is not in {str(store.path)!r}")
     out: dict[str, list[dict[str, Any]]] = {}
-    for table in RUN_TABLES:
+    for table in run_tables(store.db):
         if table == "attempts":
             sql = ("SELECT a.* FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=? "
                    "ORDER BY a.call_id, a.attempt_index")
@@ -43,10 +45,23 @@ def export_run(store: RunStore, run_id: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _references(db: sqlite3.Connection) -> dict[tuple[str, str], str]:
+def run_tables(db: sqlite3.Connection) -> list[str]:
+    """Tables holding a run's rows, ``runs`` first, in creation order."""
+    names = [r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' ORDER BY rowid")]
+    out = [t for t in names if t not in _NOT_RUN_ROWS and (
+        t == "attempts" or "run_id" in _columns(db, t))]
+    return sorted(out, key=lambda t: t != "runs")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _references(db: sqlite3.Connection, tables: list[str]) -> dict[tuple[str, str], str]:
     """(table, column) -> "calls" | "programs" for every column holding such an id."""
     refs = dict(_ID_COLUMNS) | dict(_UNDECLARED)
-    for table in RUN_TABLES:
+    for table in tables:
         for fk in db.execute(f"PRAGMA foreign_key_list({table})").fetchall():
             target, src, dst = fk[2], fk[3], fk[4]
             if (target, dst) in _ID_COLUMNS:
@@ -63,8 +78,13 @@ def import_run(store: RunStore, rows: dict[str, list[dict[str, Any]]]) -> str:
         raise StoreError(f"run {run_id!r} is already in {str(store.path)!r}; not importing "
                          "it twice")
     db = store.db
-    refs = _references(db)
-    columns = {t: {r[1] for r in db.execute(f"PRAGMA table_info({t})")} for t in RUN_TABLES}
+    tables = run_tables(db)
+    missing = [t for t, v in rows.items() if isinstance(v, list) and t not in tables]
+    if missing:
+        raise StoreError(f"run {run_id!r} has tables this store lacks ({', '.join(missing)}); "
+                         "use the same basevolve on every node")
+    refs = _references(db, tables)
+    columns = {t: _columns(db, t) for t in tables}
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("PRAGMA defer_foreign_keys = ON")
@@ -73,7 +93,7 @@ def import_run(store: RunStore, rows: dict[str, list[dict[str, Any]]]) -> str:
             "programs": db.execute(
                 "SELECT coalesce(max(program_id), 0) FROM programs").fetchone()[0],
         }
-        for table in RUN_TABLES:
+        for table in tables:
             for row in rows.get(table, []):
                 extra = set(row) - columns[table]
                 if extra:
@@ -95,4 +115,4 @@ def import_run(store: RunStore, rows: dict[str, list[dict[str, Any]]]) -> str:
     return run_id
 
 
-__all__ = ["RUN_TABLES", "export_run", "import_run"]
+__all__ = ["export_run", "import_run", "run_tables"]
