@@ -19,21 +19,26 @@ from basevolve.sweep.progress import SweepProgress
 def test_limiter_caps_and_serves_the_best_rank_first():
     async def go() -> tuple[list[int], int]:
         lim = PriorityLimiter(2)
+        gate = asyncio.Event()
         order: list[int] = []
 
-        async def call(rank: int, hold: float) -> None:
+        async def call(rank: int, hold: bool) -> None:
             await lim.acquire(rank)
             order.append(rank)
             try:
-                await asyncio.sleep(hold)
+                if hold:
+                    await gate.wait()
             finally:
                 await lim.release()
 
-        first = [asyncio.ensure_future(call(9, 0.05)) for _ in range(2)]  # take both slots
-        await asyncio.sleep(0.01)
-        waiting = [asyncio.ensure_future(call(r, 0.0)) for r in (5, 1, 3, 0)]
-        await asyncio.sleep(0.01)
+        first = [asyncio.ensure_future(call(9, True)) for _ in range(2)]  # take both slots
+        while lim.in_use < 2:
+            await asyncio.sleep(0)
+        waiting = [asyncio.ensure_future(call(r, False)) for r in (5, 1, 3, 0)]
+        while lim.waiting < 4:
+            await asyncio.sleep(0)
         waiting[3].cancel()  # a cancelled waiter must not keep a slot
+        gate.set()
         await asyncio.gather(*first, *waiting[:3])
         return order, lim.peak
 
