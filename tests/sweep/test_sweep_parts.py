@@ -59,7 +59,8 @@ def test_plan_orders_longest_critical_path_first():
         (rounds(x.run.config) for x in p), reverse=True)
     by = {(x.run.config.depth, x.run.config.allocator): x.run.config for x in p}
     assert width(by[(1, "single")]) == 16  # N = 32, capped by max_in_flight
-    assert width(by[(32, "ucb")]) == 4  # K = 4 trajectories of N = 1
+    assert width(by[(32, "ucb")]) == 16  # K = 4 asynchronous N = 1 arms: max_in_flight
+    assert width(by[(32, "ucb")].with_(arm_in_flight=1)) == 4  # one call per arm
     assert all(x.action == "start" for x in p)
 
 

@@ -40,12 +40,18 @@ def may_admit(busy: float, limit: int, idle: bool) -> bool:
 
 
 def width(cfg: RunConfig) -> int:
-    """Calls the run can have in flight at once (an estimate for ordering/admission)."""
-    if cfg.protocol == "greedy":
-        w = cfg.arms * cfg.breadth
-    else:  # island-style protocols may keep max_in_flight proposals outstanding
-        w = cfg.max_in_flight
+    """Calls the run can have in flight at once (an estimate for ordering/admission).
+
+    Greedy alone: one generation of N.  BaSE over greedy trajectories: K generations of
+    N, except that with N = 1 the trajectories are asynchronous (several calls of one
+    arm in flight) and only ``arm_in_flight`` and ``max_in_flight`` bound them, as for
+    the island protocols.
+    """
     arm_cap = getattr(cfg, "arm_in_flight", None)
+    if cfg.protocol == "greedy" and (cfg.arms == 1 or cfg.breadth > 1):
+        w = cfg.arms * cfg.breadth
+    else:
+        w = cfg.arms * arm_cap if arm_cap else cfg.max_in_flight
     if arm_cap:
         w = min(w, cfg.arms * arm_cap)
     return max(1, min(w, cfg.max_in_flight, cfg.budget))
