@@ -3,10 +3,22 @@
 Implements "Compute Allocation for Self-Evolving LLMs: From Depth-Breadth to
 Multi-Armed Bandits": the greedy T x N protocol (Section 3), BaSE bandit allocation
 across K trajectories (Section 5, Algorithm 2), effective-FLOPs accounting
-(Appendix A) and the paper's analysis.  See docs/design.md for the map.
+(Appendix A) and the paper's analysis.  The names in ``__all__`` are the stable
+Python API (docs/api.md); docs/design.md maps the modules.
+
+    import basevolve
+    result = basevolve.run(task="circle_packing", budget=8, depth=2,
+                           model="qwen3-8b", base_url="http://127.0.0.1:8000/v1")
+    result.best_score, result.trajectories()
+
+The API names are imported on first use (PEP 562): ``import basevolve`` stays cheap
+for the CLI and for every sandbox worker, which import this package too.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -21,14 +33,59 @@ from basevolve.errors import (
 )
 from basevolve.registry import Registry
 
+if TYPE_CHECKING:
+    from basevolve.analysis.pipeline import AnalysisResult
+    from basevolve.api.analysis import analyze, report
+    from basevolve.api.result import RunResult
+    from basevolve.api.run import resume, resume_async, run, run_async
+    from basevolve.tasks.base import ScoreResult, Task
+
+#: Public name -> module defining it, imported when first used.
+_LAZY: dict[str, str] = {
+    "AnalysisResult": "basevolve.analysis.pipeline",
+    "RunResult": "basevolve.api.result",
+    "ScoreResult": "basevolve.tasks.base",
+    "Task": "basevolve.tasks.base",
+    "analyze": "basevolve.api.analysis",
+    "report": "basevolve.api.analysis",
+    "resume": "basevolve.api.run",
+    "resume_async": "basevolve.api.run",
+    "run": "basevolve.api.run",
+    "run_async": "basevolve.api.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'basevolve' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    "AnalysisResult",
     "BasevolveError",
     "BudgetError",
     "ConfigError",
     "LLMError",
     "Registry",
+    "RunResult",
     "SandboxError",
+    "ScoreResult",
     "StoreError",
+    "Task",
     "TaskError",
     "__version__",
+    "analyze",
+    "report",
+    "resume",
+    "resume_async",
+    "run",
+    "run_async",
 ]

@@ -29,6 +29,23 @@ def generate_run_id(task: str) -> str:
     return f"{task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
 
+def depth_from_breadth(budget: int, depth: int | None, breadth: int | None) -> int | None:
+    """T from ``--depth`` or ``--breadth`` (C = T x N); one of them at most.
+
+    Shared by the CLI and :func:`basevolve.run` so both refuse the same input with the
+    same message.  ``None`` (neither given) means the default T = C.
+    """
+    if breadth is None:
+        return depth
+    if depth is not None:
+        raise ConfigError("give --depth or --breadth, not both (C = T x N)")
+    if (isinstance(breadth, bool) or not isinstance(breadth, int) or breadth < 1
+            or not isinstance(budget, int) or budget < 1 or budget % breadth):
+        raise ConfigError(f"--breadth {breadth!r} must be >= 1 and divide --budget "
+                          f"{budget!r} (C = T x N)")
+    return budget // breadth
+
+
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """Everything that defines a run; stored verbatim (JSON) in the run's row.

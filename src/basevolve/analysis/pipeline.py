@@ -95,7 +95,15 @@ class AnalysisResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> pd.DataFrame:
-        return self.tables[key]
+        """The result table ``key`` (``summary``, ``envelope``, ...; see the module doc).
+
+        Raises ConfigError, not a bare KeyError, naming the tables there are.
+        """
+        try:
+            return self.tables[key]
+        except (KeyError, TypeError):
+            known = ", ".join(self.tables) or "(none)"
+            raise ConfigError(f"no result table {key!r}; known: {known}") from None
 
 
 def _child(seed: int, *key: Any) -> np.random.Generator:

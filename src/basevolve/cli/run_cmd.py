@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from basevolve.config import PULL_MODES, REWARDS, RunConfig
+from basevolve.config import PULL_MODES, REWARDS, RunConfig, depth_from_breadth
 
 DEFAULT_STORE = "basevolve.sqlite"
 
@@ -67,14 +67,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
     missing = [f for f in ("task", "budget") if getattr(args, f) is None]
     if missing:
         raise ConfigError(f"missing --{' and --'.join(missing)} (or use --resume RUN_ID)")
-    depth = args.depth
-    if args.breadth is not None:
-        if depth is not None:
-            raise ConfigError("give --depth or --breadth, not both (C = T x N)")
-        if args.breadth < 1 or args.budget % args.breadth:
-            raise ConfigError(f"--breadth {args.breadth} must be >= 1 and divide --budget "
-                              f"{args.budget} (C = T x N)")
-        depth = args.budget // args.breadth
+    depth = depth_from_breadth(args.budget, args.depth, args.breadth)
     from basevolve.config import generate_run_id
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import resolve_task_spec
@@ -139,7 +132,7 @@ def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any
             f"{', '.join(given)} (only --store, --out, --json and --allow-task-change go with --resume)")
 
 
-def _check_out_dir(out: Path) -> None:
+def check_out_dir(out: Path) -> None:
     """Refuse an output folder that cannot be created, before any call is spent.
 
     Why: the best program and picture are written after the run; an unwritable --out
@@ -170,7 +163,7 @@ def run_command(args: argparse.Namespace) -> int:
         _check_resume_flags(args, getattr(args, "_defaults", {}))
         run_id = args.resume
         out = args.out or Path("basevolve-out") / args.resume
-        _check_out_dir(out)
+        check_out_dir(out)
     else:
         if args.allow_task_change:
             from basevolve.errors import ConfigError
@@ -180,7 +173,7 @@ def run_command(args: argparse.Namespace) -> int:
         cfg = _config(args)
         run_id = cfg.run_id
         out = args.out or Path("basevolve-out") / cfg.run_id
-        _check_out_dir(out)
+        check_out_dir(out)
     progress = None
     try:
         progress = make_progress()

@@ -95,13 +95,14 @@ def _load_model(client: Any, notify: Notify) -> None:
     notify(f"model loaded in {time.monotonic() - t0:.1f} s")
 
 
-def _prepare(cfg: RunConfig, notify: Notify = _quiet) -> tuple[Any, Any, LLMSettings]:
+def _prepare(cfg: RunConfig, notify: Notify = _quiet,
+             task: Any | None = None) -> tuple[Any, Any, LLMSettings]:
     from basevolve.allocators import ALLOCATORS
     from basevolve.llm import make_client
     from basevolve.protocols import PROTOCOLS
     from basevolve.tasks import load_task
 
-    task = load_task(cfg.task)
+    task = load_task(cfg.task) if task is None else task
     ALLOCATORS.get(cfg.allocator)
     PROTOCOLS.get(cfg.protocol)
     settings = llm_settings(cfg)
@@ -226,17 +227,20 @@ def run_lock(store_path: str | Path, run_id: str) -> Iterator[None]:
 
 def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
               out_dir: Path | None = None, pool: Any | None = None,
-              notify: Notify = _quiet) -> dict[str, Any]:
+              notify: Notify = _quiet, task: Any | None = None) -> dict[str, Any]:
     """Create run ``cfg.run_id`` in the store and run it to exactly C calls.
 
     ``notify`` receives one-line messages about slow steps (model load, run start).
+    ``task``: an already built task instance named ``cfg.task`` (a task defined in code,
+    :func:`basevolve.run`); by default the task is loaded from ``cfg.task``.
     """
-    from basevolve.tasks.identity import resolve_task_spec, task_identity
+    from basevolve.tasks.identity import object_identity, resolve_task_spec, task_identity
 
-    if resolve_task_spec(cfg.task) != cfg.task:  # a task file is stored by absolute path
+    if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
-    task, client, settings = _prepare(cfg, notify)
-    identity = task_identity(cfg.task, task)
+    task_obj = task
+    task, client, settings = _prepare(cfg, notify, task_obj)
+    identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
     with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
                          active_params=float(client.model_spec.active_params),
@@ -250,13 +254,16 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
                out_dir: Path | None = None, pool: Any | None = None,
-               allow_task_change: bool = False, notify: Notify = _quiet) -> dict[str, Any]:
+               allow_task_change: bool = False, notify: Notify = _quiet,
+               task: Any | None = None) -> dict[str, Any]:
     """Continue a stored run (killed, failed or interrupted) to exactly C calls.
 
     The task must be the one the run started with (:mod:`basevolve.tasks.identity`);
     ``allow_task_change`` continues with a changed one and records the change.
+    ``task``: the task instance of a run started with a task defined in code (the store
+    keeps its identity, not its code); by default the task is loaded from the stored name.
     """
-    from basevolve.tasks.identity import check_resume, task_identity
+    from basevolve.tasks.identity import check_resume, object_identity, task_identity
 
     if not Path(store_path).exists():
         raise StoreError(f"store {str(store_path)!r} does not exist; nothing to resume")
@@ -270,8 +277,13 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         cfg = RunConfig.from_dict(json.loads(row["config_json"]))
         if row["status"] == "finished":
             return build_summary(store, cfg, None) | {"resumed": False}
-        task, client, settings = _prepare(cfg, notify)
-        identity = task_identity(cfg.task, task)
+        if task is not None and task.name != cfg.task:
+            raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
+                              f"given to resume it is named {task.name!r}")
+        task_obj = task
+        task, client, settings = _prepare(cfg, notify, task_obj)
+        identity = (task_identity(cfg.task, task) if task_obj is None
+                    else object_identity(task))
         if check_resume(run_id, row.get("task_sha256"), identity,
                         allow_change=allow_task_change):
             store.record_task_change(run_id, identity.to_dict())

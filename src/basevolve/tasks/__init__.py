@@ -20,7 +20,7 @@ from basevolve.tasks import (  # noqa: F401  (imported to register the built-ins
     min_max_distance,
 )
 from basevolve.tasks.base import REFERENCE_TOL, STRICT_TOL, TASKS, ScoreResult, Task
-from basevolve.tasks.user_task import load_task, load_task_file
+from basevolve.tasks.user_task import check_task, load_task, load_task_file
 
 
 def get_task(name: str) -> Task:
@@ -34,6 +34,7 @@ __all__ = [
     "TASKS",
     "ScoreResult",
     "Task",
+    "check_task",
     "get_task",
     "load_task",
     "load_task_file",

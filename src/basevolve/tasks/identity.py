@@ -37,7 +37,7 @@ class TaskIdentity:
     """Identity of the task a run is scored with (stored in the ``runs`` row)."""
 
     name: str
-    kind: str  # "builtin" or "file"
+    kind: str  # "builtin", "file" or "object" (defined in code, basevolve.run)
     sha256: str
     path: str | None = None  # absolute path of a user task file
     version: str | None = None  # basevolve version, for a built-in task
@@ -49,7 +49,9 @@ class TaskIdentity:
     @property
     def label(self) -> str:
         """How to name this task to a user: its file, or the built-in name."""
-        return f"task file {self.path!r}" if self.path else f"built-in task {self.name!r}"
+        if self.path:
+            return f"task file {self.path!r}"
+        return f"task object {self.name!r}" if self.kind == "object" else f"built-in task {self.name!r}"
 
 
 def resolve_task_spec(spec: str) -> str:
@@ -83,6 +85,26 @@ def task_identity(spec: str, task: Task) -> TaskIdentity:
                         source=data.decode("utf-8", errors="replace"))
 
 
+def object_identity(task: Task) -> TaskIdentity:
+    """The identity of a task passed as an object (``basevolve.run(task=MyTask())``).
+
+    Why a hash of what the object *is*: such a task has no file to re-read, so a resume
+    is checked against its class source (when Python can find it -- not for classes
+    typed into some notebook front-ends) and everything the engine uses from it: name,
+    entry, time limit, initial program and system message.
+    """
+    try:
+        source: str | None = inspect.getsource(type(task))
+    except (OSError, TypeError):
+        source = None
+    digest = hashlib.sha256()
+    for part in (source or "", task.name, task.entry, repr(task.timeout_s),
+                 task.initial_program, task.system_message):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return TaskIdentity(task.name, "object", digest.hexdigest(), source=source)
+
+
 def check_resume(run_id: str, stored_sha256: str | None, now: TaskIdentity,
                  *, allow_change: bool) -> bool:
     """True when the task changed and the change is allowed; raise when it is not allowed.
@@ -103,4 +125,4 @@ def check_resume(run_id: str, stored_sha256: str | None, now: TaskIdentity,
     )
 
 
-__all__ = ["TaskIdentity", "check_resume", "resolve_task_spec", "task_identity"]
+__all__ = ["TaskIdentity", "check_resume", "object_identity", "resolve_task_spec", "task_identity"]

@@ -81,12 +81,6 @@ def load_task_file(path: Path) -> Task:
             f" basevolve.tasks.base.Task; found {found}"
         )
     cls = classes[0]
-    for attr in ("name", "entry"):
-        if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr):
-            raise TaskError(
-                f"task class {cls.__name__} in {str(path)!r} needs a non-empty string"
-                f" class attribute {attr!r}"
-            )
     try:
         task = cls()
     except Exception as exc:
@@ -94,10 +88,32 @@ def load_task_file(path: Path) -> Task:
             f"task class {cls.__name__} in {str(path)!r} cannot be built with no"
             f" arguments: {type(exc).__name__}: {exc}"
         ) from exc
+    return check_task(task, f"in {str(path)!r}")
+
+
+def check_task(task: Task, where: str = "") -> Task:
+    """Refuse a task instance that the engine could not run; return it unchanged.
+
+    Why one check for files and objects: a task written in a notebook cell
+    (``basevolve.run(task=MyTask())``) must meet the same contract as a task file --
+    non-empty ``name`` and ``entry`` strings and a bounded ``timeout_s`` -- and fail
+    with the same :class:`~basevolve.errors.TaskError` before anything is stored.
+    ``where`` says where the task came from in the message (e.g. ``"in 'my_task.py'"``).
+    """
+    cls = type(task)
+    at = f" {where}" if where else ""
+    for attr in ("name", "entry"):
+        if not isinstance(getattr(task, attr, None), str) or not getattr(task, attr):
+            raise TaskError(
+                f"task class {cls.__name__}{at} needs a non-empty string"
+                f" class attribute {attr!r}"
+            )
     timeout = getattr(task, "timeout_s", None)
-    if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not (
+        0 < timeout <= MAX_TIMEOUT_S
+    ):
         raise TaskError(
-            f"task {cls.name!r} in {str(path)!r}: timeout_s must be a positive number of"
+            f"task {task.name!r}{at}: timeout_s must be a positive number of"
             f" seconds, at most {MAX_TIMEOUT_S:g}, got {timeout!r}"
         )
     return task
