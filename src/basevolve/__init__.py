@@ -18,6 +18,8 @@ for the CLI and for every sandbox worker, which import this package too.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -66,6 +68,32 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """The ``basevolve`` module object, with ``report`` pinned to the API function.
+
+    Why: ``basevolve.report`` is also the name of the report package, and importing a
+    submodule sets the parent's attribute to it -- so the first ``from basevolve.report
+    import write_report`` (the CLI, the analysis) would turn ``basevolve.report(...)``
+    into "'module' object is not callable".  This data descriptor keeps the attribute the
+    function; the package stays importable (``from basevolve.report import
+    write_report``, ``sys.modules["basevolve.report"]``).
+    """
+
+    @property
+    def report(self) -> Any:
+        from basevolve.api.analysis import report
+
+        return report
+
+    @report.setter
+    def report(self, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):  # the import system's setattr: ignore
+            raise AttributeError("basevolve.report is the report function; it cannot be replaced")
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -51,9 +51,9 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
                         ("gate_shuffles", gate_shuffles), ("seed", seed)):
         check_type(name, value, int)
     check_type("ceiling", ceiling, float)
-    tables = load_tables(input=runs, trajectories=trajectories, store=store, children=children)
     cfg = AnalysisConfig(resamples=resamples, shuffles=shuffles, gate_shuffles=gate_shuffles,
                          seed=seed, ceiling=ceiling, thresholds=_thresholds(thresholds))
+    tables = load_tables(input=runs, trajectories=trajectories, store=store, children=children)
     return tables, run_pipeline(tables, cfg)
 
 

@@ -76,6 +76,19 @@ class RunResult:
         """The ``basevolve run --json`` document of this run (a copy)."""
         return dict(self.summary)
 
+    def run_row(self) -> dict[str, Any]:
+        """This run as one row of the analysis runs table (:mod:`basevolve.analysis.tables`).
+
+        ``pd.DataFrame([r.run_row() for r in results])`` is a ``runs=`` input for
+        :func:`basevolve.analyze`, next to ``trajectories=`` built from
+        :meth:`trajectories`.
+        """
+        s = self.summary
+        return {"run_id": self.run_id, "task": self.task, "model": s["model"],
+                "protocol": s["protocol"], "allocator": s["allocator"], "arms": s["arms"],
+                "budget": s["budget"], "depth": s["depth"], "breadth": s["breadth"],
+                "seed": s["seed"], "fitness": self.best_score, "flops": self.flops}
+
     def trajectories(self) -> pd.DataFrame:
         """Running best after every charged call of this run.
 

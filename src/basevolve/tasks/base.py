@@ -40,7 +40,44 @@ class ScoreResult:
 
 
 class Task(ABC):
-    """A problem basevolve can evolve programs for."""
+    """A problem basevolve can evolve programs for: subclass it to write your own.
+
+    A task is an initial program, the name of its entry function, a system message and
+    a scorer.  The split is the safety boundary: every program (the initial one and
+    each LLM-written child) runs in the **sandbox**, which calls ``entry()`` with no
+    arguments and sends back only plain data (numbers, lists, dicts, numpy arrays);
+    :meth:`score_value` then scores that data **in your process** and must recompute
+    anything it relies on rather than trust numbers the program reports.
+
+    Define one in a notebook cell and pass the object, or put the class in a ``.py``
+    file and pass its path (``basevolve run --task my_task.py``)::
+
+        import basevolve
+
+        class Squares(basevolve.Task):
+            name = "squares"            # stored with the run; not a built-in's name
+            entry = "solve"             # called in the sandbox, no arguments
+            timeout_s = 10.0            # per evaluation, at most the sandbox's limit
+            initial_program = (
+                "# EVOLVE-BLOCK-START\n"
+                "def solve():\n    return [1, 2, 3]\n"
+                "# EVOLVE-BLOCK-END\n")
+            system_message = "Return a list of at most 10 distinct small integers."
+
+            def score_value(self, value, *, tol=1e-6):
+                ok = isinstance(value, list) and len(value) <= 10
+                score = len(set(value)) / 10 if ok else 0.0
+                return basevolve.ScoreResult(score=score, valid=ok)
+
+        result = basevolve.run(task=Squares(), budget=8, base_url=...)
+
+    Class attributes: ``name`` and ``entry`` (required, non-empty), ``description``,
+    ``timeout_s`` (seconds per evaluation, default 60) and ``language``.  Plain class
+    attributes may stand in for the ``initial_program`` / ``system_message``
+    properties.  :meth:`draw` is optional (a PNG of a solution, used for ``best.png``).
+    Scores are normalised fitness: 1.0 is the best published value for the paper's
+    tasks, and the analysis (capability gate, thresholds) reads them on that scale.
+    """
 
     name: ClassVar[str]
     entry: ClassVar[str]  # the function the sandbox calls, with no arguments
