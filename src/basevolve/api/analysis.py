@@ -43,7 +43,7 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
 
     for name, value in (("store", store), ("input", runs), ("trajectories", trajectories),
                         ("children", children)):
-        if value is not None and not isinstance(value, str | os.PathLike | pd.DataFrame) or (
+        if (value is not None and not isinstance(value, str | os.PathLike | pd.DataFrame)) or (
                 name == "store" and isinstance(value, pd.DataFrame)):
             kind = "a file path" if name == "store" else "a DataFrame or a file path"
             raise ConfigError(f"--{name} must be {kind}, got {type(value).__name__}")
