@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 import basevolve
+from basevolve.store.export import TRAJECTORY_COLUMNS
 from basevolve.testing import LLMTestServer
 
 TASK = "min_max_distance"
@@ -64,7 +65,7 @@ def _check_result(r: basevolve.RunResult, budget: int) -> None:
     assert r.status == "finished" and r.calls_completed == budget
     assert JSON_FIELDS <= r.to_dict().keys() and "best_code" not in r.to_dict()
     traj = r.trajectories()
-    assert list(traj.columns) == ["run_id", "step", "calls", "best_fitness", "cumulative_flops"]
+    assert list(traj.columns) == TRAJECTORY_COLUMNS
     assert len(traj) == budget and traj["best_fitness"].is_monotonic_increasing
     assert traj["best_fitness"].iloc[-1] == pytest.approx(r.best_score)
     assert traj["cumulative_flops"].iloc[-1] == pytest.approx(r.flops)

@@ -92,9 +92,10 @@ class RunResult:
     def trajectories(self) -> pd.DataFrame:
         """Running best after every charged call of this run.
 
-        Columns ``run_id, step, calls, best_fitness, cumulative_flops`` -- the analysis
-        trajectory contract (:mod:`basevolve.analysis.tables`), so the frame can be
-        concatenated with other runs' and passed to :func:`basevolve.analyze`.
+        Columns ``run_id, step, calls, generation, best_fitness, cumulative_flops``
+        (``basevolve.store.export.TRAJECTORY_COLUMNS``) -- the analysis trajectory
+        contract, so frames of several runs concatenate into a ``trajectories=`` input
+        of `basevolve.analyze`.
         """
         from basevolve.store.export import trajectories_table
 

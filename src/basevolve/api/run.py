@@ -79,17 +79,31 @@ def resolve_task(task: Any) -> tuple[str, Task | None]:
                     f"basevolve.Task instance, got {type(task).__name__} {task!r}")
 
 
-def _progress(progress: ProgressArg) -> tuple[Progress | None, Callable[[], None]]:
+def _check_progress(progress: ProgressArg) -> Callable[[str], None]:
+    """Refuse a bad ``progress``; the notifier for status lines (model load, run start)."""
     if progress is True:
-        from basevolve.cli.run_cmd import ProgressLine
+        from basevolve.cli.progress import say
 
-        line = ProgressLine()
-        return line, line.done
-    if progress is False or progress is None:
-        return None, lambda: None
+        return say
+    if progress is False or progress is None or callable(progress):
+        return _quiet
+    raise ConfigError(f"progress must be True, False or a callable taking a dict, got {progress!r}")
+
+
+def _quiet(message: str) -> None:
+    """Status lines are dropped when ``progress`` is not True."""
+
+
+def _progress(progress: ProgressArg) -> tuple[Progress | None, Callable[[], None]]:
+    """The CLI's live display (progress=True), the caller's callable, or nothing."""
+    if progress is True:
+        from basevolve.cli.progress import make_progress
+
+        display = make_progress()
+        return display, display.done
     if callable(progress):
         return progress, lambda: None
-    raise ConfigError(f"progress must be True, False or a callable taking a dict, got {progress!r}")
+    return None, lambda: None
 
 
 def _paths(store: str | os.PathLike[str], out: str | os.PathLike[str] | None
@@ -127,26 +141,43 @@ def _note_resumable(exc: BaseException, store: Path, run_id: str) -> None:
 def _start(task: TaskSpec, budget: int, depth: int | None, breadth: int | None, allocator: str,
            arms: int, protocol: str, model: str, base_url: str | None,
            store: str | os.PathLike[str], seed: int, run_id: str,
-           out: str | os.PathLike[str] | None, options: dict[str, Any]
+           out: str | os.PathLike[str] | None, progress: ProgressArg, options: dict[str, Any]
            ) -> tuple[Callable[[Progress], dict[str, Any]], Path, str]:
     from basevolve.engine.runner import start_run
 
+    notify = _check_progress(progress)
     store_path, out_path = _paths(store, out)
     name, task_obj = resolve_task(task)
     cfg = build_config(name, budget, depth, breadth, allocator=allocator, arms=arms,
                        protocol=protocol, model=model, base_url=base_url, seed=seed,
                        run_id=run_id, **options)
+    if not run_id and task_obj is None:  # as the CLI: a task file is stored by its
+        cfg = _named_by_task(cfg)       # absolute path, the run named by the task's name
 
     def job(hook: Progress) -> dict[str, Any]:
-        return start_run(cfg, store_path, progress=hook, out_dir=out_path, task=task_obj)
+        return start_run(cfg, store_path, progress=hook, out_dir=out_path, notify=notify,
+                         task=task_obj)
 
     return job, store_path, cfg.run_id
 
 
+def _named_by_task(cfg: RunConfig) -> RunConfig:
+    """The run id the CLI gives a run of a named task or task file (its declared name)."""
+    from basevolve.config import generate_run_id
+    from basevolve.tasks import load_task
+    from basevolve.tasks.identity import resolve_task_spec
+
+    spec = resolve_task_spec(cfg.task)
+    return cfg.with_(task=spec, run_id=generate_run_id(load_task(spec).name))
+
+
 def _resume(run_id: str, store: str | os.PathLike[str], task: TaskSpec | None,
-            out: str | os.PathLike[str] | None) -> tuple[Callable[[Progress], dict[str, Any]], Path]:
+            out: str | os.PathLike[str] | None, allow_task_change: bool, progress: ProgressArg
+            ) -> tuple[Callable[[Progress], dict[str, Any]], Path]:
     from basevolve.engine.runner import resume_run
 
+    notify = _check_progress(progress)
+    check_type("allow_task_change", allow_task_change, bool)
     if not isinstance(run_id, str) or not run_id:
         raise ConfigError(f"run_id must be the non-empty name of a stored run, got {run_id!r}")
     store_path, out_path = _paths(store, out)
@@ -155,7 +186,8 @@ def _resume(run_id: str, store: str | os.PathLike[str], task: TaskSpec | None,
         _check_task_loadable(store_path, run_id)
 
     def job(hook: Progress) -> dict[str, Any]:
-        return resume_run(run_id, store_path, progress=hook, out_dir=out_path, task=task_obj)
+        return resume_run(run_id, store_path, progress=hook, out_dir=out_path,
+                          allow_task_change=allow_task_change, notify=notify, task=task_obj)
 
     return job, store_path
 
@@ -259,7 +291,7 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
     call blocks; see :func:`run_async` to await it instead.
     """
     job, store_path, rid = _start(task, budget, depth, breadth, allocator, arms, protocol,
-                                  model, base_url, store, seed, run_id, out, options)
+                                  model, base_url, store, seed, run_id, out, progress, options)
     return _finish(job, store_path, rid, progress, blocking=True)
 
 
@@ -278,13 +310,13 @@ async def run_async(task: TaskSpec, budget: int, *, depth: int | None = None,
     :class:`asyncio.CancelledError`.
     """
     job, store_path, rid = _start(task, budget, depth, breadth, allocator, arms, protocol,
-                                  model, base_url, store, seed, run_id, out, options)
+                                  model, base_url, store, seed, run_id, out, progress, options)
     return await _finish(job, store_path, rid, progress, blocking=False)
 
 
 def resume(run_id: str, store: str | os.PathLike[str] = DEFAULT_STORE, *,
            task: TaskSpec | None = None, out: str | os.PathLike[str] | None = None,
-           progress: ProgressArg = True) -> RunResult:
+           allow_task_change: bool = False, progress: ProgressArg = True) -> RunResult:
     """Continue a stored run (killed, failed or interrupted) to exactly its budget.
 
     The Python form of ``basevolve run --resume RUN_ID``: calls that were in flight
@@ -298,6 +330,8 @@ def resume(run_id: str, store: str | os.PathLike[str] = DEFAULT_STORE, *,
         task: Only for a run started with a task object: the same task again (the store
             keeps the task's name, not its code).
         out: Folder for ``best_program.py`` and ``best.png``; nothing is written when None.
+        allow_task_change: Continue although the task changed since the run started
+            (``--allow-task-change``; the change is recorded in the store).
         progress: As for :func:`run`.
 
     Returns:
@@ -308,13 +342,14 @@ def resume(run_id: str, store: str | os.PathLike[str] = DEFAULT_STORE, *,
         StoreError: The store does not exist, is foreign, or another process drives the run.
         TaskError: The run was made with a task object and ``task`` was not given.
     """
-    job, store_path = _resume(run_id, store, task, out)
+    job, store_path = _resume(run_id, store, task, out, allow_task_change, progress)
     return _finish(job, store_path, run_id, progress, blocking=True)
 
 
 async def resume_async(run_id: str, store: str | os.PathLike[str] = DEFAULT_STORE, *,
                        task: TaskSpec | None = None, out: str | os.PathLike[str] | None = None,
+                       allow_task_change: bool = False,
                        progress: ProgressArg = False) -> RunResult:
     """:func:`resume` as a coroutine (the engine runs in a worker thread); see :func:`run_async`."""
-    job, store_path = _resume(run_id, store, task, out)
+    job, store_path = _resume(run_id, store, task, out, allow_task_change, progress)
     return await _finish(job, store_path, run_id, progress, blocking=False)
