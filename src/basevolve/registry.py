@@ -26,6 +26,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
 
     def register(self, name: str, obj: T) -> T:
+        """Add ``obj`` under ``name``; a duplicate or empty name is a ConfigError."""
         if not name or not isinstance(name, str):
             raise ConfigError(f"{self.kind} name must be a non-empty string, got {name!r}")
         if name in self._items:
@@ -42,6 +43,7 @@ class Registry(Generic[T]):
         return wrap
 
     def get(self, name: str) -> T:
+        """The object named ``name``; an unknown name is a ConfigError listing the known ones."""
         try:
             return self._items[name]
         except KeyError:
@@ -52,9 +54,11 @@ class Registry(Generic[T]):
         return name in self._items
 
     def names(self) -> list[str]:
+        """Registered names, sorted."""
         return sorted(self._items)
 
     def items(self) -> list[tuple[str, T]]:
+        """(name, object) pairs, sorted by name."""
         return sorted(self._items.items())
 
     def __iter__(self) -> Iterator[str]:
