@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         ax.step(traj["calls"], traj["best_fitness"], where="post", label=label)
     ax.set_xlabel("LLM calls")
     ax.set_ylabel("best fitness (d_min / 0.5)")
-    ax.set_title("Running best, C = %d" % args.budget)
+    ax.set_title(f"Running best, C = {args.budget}")
     ax.legend()
     fig.tight_layout()
     png = args.out / "running_best.png"
