@@ -70,8 +70,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-class _Package(types.ModuleType):
-    """The ``basevolve`` module object, with ``report`` pinned to the API function.
+def _pinned(module: str, name: str) -> property:
+    """An attribute of the package that stays the API function ``module.name``.
 
     Why: ``basevolve.report`` is also the name of the report package, and importing a
     submodule sets the parent's attribute to it -- so the first ``from basevolve.report
@@ -81,16 +81,20 @@ class _Package(types.ModuleType):
     write_report``, ``sys.modules["basevolve.report"]``).
     """
 
-    @property
-    def report(self) -> Any:
-        from basevolve.api.analysis import report
+    def get(_: types.ModuleType) -> Any:
+        return getattr(importlib.import_module(module), name)
 
-        return report
+    def put(_: types.ModuleType, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):  # the import system's setattr: ignored
+            raise AttributeError(f"basevolve.{name} is the API function; it cannot be replaced")
 
-    @report.setter
-    def report(self, value: Any) -> None:
-        if not isinstance(value, types.ModuleType):  # the import system's setattr: ignore
-            raise AttributeError("basevolve.report is the report function; it cannot be replaced")
+    return property(get, put)
+
+
+class _Package(types.ModuleType):
+    """The ``basevolve`` module object, with API functions named like subpackages pinned."""
+
+    report = _pinned("basevolve.api.analysis", "report")
 
 
 sys.modules[__name__].__class__ = _Package
