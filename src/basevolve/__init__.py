@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from basevolve.api.analysis import analyze, report
     from basevolve.api.result import RunResult
     from basevolve.api.run import resume, resume_async, run, run_async
+    from basevolve.api.sweeps import sweep
     from basevolve.tasks.base import ScoreResult, Task
 
 #: Public name -> module defining it, imported when first used.
@@ -67,18 +68,18 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(__all__))
 
 
 def _pinned(module: str, name: str) -> property:
     """An attribute of the package that stays the API function ``module.name``.
 
-    Why: ``basevolve.report`` is also the name of the report package, and importing a
-    submodule sets the parent's attribute to it -- so the first ``from basevolve.report
-    import write_report`` (the CLI, the analysis) would turn ``basevolve.report(...)``
-    into "'module' object is not callable".  This data descriptor keeps the attribute the
-    function; the package stays importable (``from basevolve.report import
-    write_report``, ``sys.modules["basevolve.report"]``).
+    Why: ``basevolve.report`` and ``basevolve.sweep`` are also the names of packages,
+    and importing a submodule sets the parent's attribute to it -- so the first ``from
+    basevolve.report import write_report`` (the CLI, the analysis) would turn
+    ``basevolve.report(...)`` into "'module' object is not callable".  This data
+    descriptor keeps the attribute the function; the packages stay importable (``from
+    basevolve.report import write_report``, ``sys.modules["basevolve.report"]``).
     """
 
     def get(_: types.ModuleType) -> Any:
@@ -95,6 +96,7 @@ class _Package(types.ModuleType):
     """The ``basevolve`` module object, with API functions named like subpackages pinned."""
 
     report = _pinned("basevolve.api.analysis", "report")
+    sweep = _pinned("basevolve.api.sweeps", "sweep")
 
 
 sys.modules[__name__].__class__ = _Package
@@ -120,4 +122,5 @@ __all__ = [
     "resume_async",
     "run",
     "run_async",
+    "sweep",
 ]
