@@ -75,7 +75,7 @@ def call_blocking(job: Job[T], progress: Progress | None) -> T:
     try:
         future = pool.submit(job, hook)
         try:
-            return future.result()
+            return _wait(future)
         except KeyboardInterrupt:
             if future.done():  # raised by the run itself: pass it on
                 raise
@@ -84,6 +84,21 @@ def call_blocking(job: Job[T], progress: Progress | None) -> T:
             raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _wait(future: concurrent.futures.Future[T]) -> T:
+    """``future.result()`` in short waits, so an interrupt is seen within 0.25 s.
+
+    Why: a signal only interrupts the main thread's lock wait when the OS delivers it to
+    that thread; a simulated or misdelivered one (ipykernel, ``_thread.interrupt_main``)
+    would otherwise be seen only when the whole run has ended.
+    """
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except TimeoutError:
+            if future.done():  # the run itself raised TimeoutError
+                raise
 
 
 async def call_async(job: Job[T], progress: Progress | None) -> T:
