@@ -76,6 +76,10 @@ def test_run_page_of_a_base_run(dashboard, store):
     assert [a[-1] for a in d["pulls"]["per_arm"]] == [r["pulls"] for r in pulls]
     assert sum(a[-1] for a in d["pulls"]["per_arm"]) == C
     assert d["pulls"]["summary"]["arms"] == K  # the allocator's own state summary
+    asks = rows(store, "SELECT n_eligible FROM allocations WHERE run_id=? AND kind='ask'",
+                BASE["run_id"])
+    assert d["pulls"]["asks"] == len(asks) == C - K
+    assert d["pulls"]["asks_with_choice"] == sum(a["n_eligible"] > 1 for a in asks)
     assert len(d["scatter"]["x"]) == C == len(d["calls"]["rows"]) == d["totals"]["calls_done"]
     ids = {n["id"] for n in d["lineage"]}
     assert d["totals"]["best_program_id"] in ids

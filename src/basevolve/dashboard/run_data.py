@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
 from basevolve.dashboard.db import ReadOnlyStore
 
 SNIPPET = 300  # characters of an error shown in lists (the full text is one click away)
@@ -68,11 +70,6 @@ CALL_COLUMNS = ("call_index", "trajectory", "generation", "status", "counted",
                 "error", "attempts", "program_id", "score", "valid")
 
 
-def _short(x: float) -> float:
-    """A chart coordinate: 7 significant digits are plenty and halve the JSON."""
-    return float(f"{x:.7g}")
-
-
 def _programs(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
     rows = store.query(f"""
         SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
@@ -84,30 +81,28 @@ def _programs(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
 
 
 def progress(calls: list[dict[str, Any]], initial: float | None, arms: int) -> dict[str, Any]:
-    """Running best per trajectory and overall vs calls done and cumulative FLOPs."""
+    """Running best per trajectory and overall vs calls done and cumulative FLOPs.
+
+    Vectorised (numpy): a C = 512, K = 10 run is 5,000 points, and a Python loop over
+    them was a third of the page's server time.
+    """
     done = [c for c in calls if c["status"] != "pending"]
     done.sort(key=lambda c: (c["tell_seq"] if c["tell_seq"] is not None else c["seq"]))
-    start = _short(initial) if initial is not None else 0.0
-    best = [start] * max(arms, 1)
-    x_calls: list[int] = [0]
-    x_flops: list[float] = [0.0]
-    per_traj: list[list[float]] = [[start] for _ in best]
-    overall: list[float] = [start]
-    n, flops = 0, 0.0
-    for c in done:
-        flops += c["flops"] or 0.0
-        t = c["trajectory"] if 0 <= (c["trajectory"] or 0) < len(best) else 0
-        if c["score"] is not None and c["score"] > best[t]:
-            best[t] = c["score"]
-        if not c["counted"]:
-            continue  # its FLOPs show up at the next charged call
-        n += 1
-        x_calls.append(n)
-        x_flops.append(_short(flops))
-        for k, b in enumerate(best):
-            per_traj[k].append(_short(b))
-        overall.append(_short(max(best)))
-    return {"calls": x_calls, "flops": x_flops, "overall": overall, "per_trajectory": per_traj}
+    k = max(arms, 1)
+    start = float(initial) if initial is not None else 0.0
+    traj = np.array([c["trajectory"] if 0 <= (c["trajectory"] or 0) < k else 0 for c in done],
+                    dtype=int)
+    score = np.array([c["score"] if c["score"] is not None else -np.inf for c in done], float)
+    counted = np.array([bool(c["counted"]) for c in done], dtype=bool)
+    flops = np.cumsum([c["flops"] or 0.0 for c in done])  # FLOPs of uncounted calls show
+    best = np.full((k, len(done)), -np.inf)                # up at the next charged call
+    if len(done):
+        best[traj, np.arange(len(done))] = score
+    best = np.maximum(np.maximum.accumulate(best, axis=1), start)[:, counted]
+    per_traj = np.round(np.concatenate([np.full((k, 1), start), best], axis=1), 7)
+    return {"calls": list(range(int(counted.sum()) + 1)),
+            "flops": [0.0, *flops[counted].tolist()],
+            "overall": per_traj.max(axis=0).tolist(), "per_trajectory": per_traj.tolist()}
 
 
 def scatter(calls: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -128,19 +123,17 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
     events = store.query(f"""
         SELECT a.seq, a.kind, a.trajectory, a.units, a.reward{extra}
         FROM allocations a WHERE a.run_id = ? ORDER BY a.seq""", (run_id,))
-    counts = [0] * max(arms, 1)
-    x: list[int] = [0]
-    per_arm: list[list[int]] = [[0] for _ in counts]
-    rewards: list[list[float]] = [[] for _ in counts]
+    k = max(arms, 1)
+    arm = np.array([e["trajectory"] if 0 <= e["trajectory"] < k else 0 for e in events
+                    if e["kind"] in ("assign", "ask")], dtype=int)
+    per_arm = np.zeros((k, arm.size + 1), dtype=int)
+    if arm.size:
+        per_arm[arm, np.arange(1, arm.size + 1)] = 1
+    per_arm = np.cumsum(per_arm, axis=1)
+    rewards: list[list[float]] = [[] for _ in range(k)]
     for e in events:
-        t = e["trajectory"] if 0 <= e["trajectory"] < len(counts) else 0
-        if e["kind"] in ("assign", "ask"):
-            counts[t] += 1
-            x.append(len(x))
-            for k, v in enumerate(counts):
-                per_arm[k].append(v)
-        elif e["kind"] == "tell" and e["reward"] is not None:
-            rewards[t].append(e["reward"])
+        if e["kind"] == "tell" and e["reward"] is not None:
+            rewards[e["trajectory"] if 0 <= e["trajectory"] < k else 0].append(e["reward"])
     last = store.one("SELECT summary_json FROM allocations WHERE run_id = ? AND summary_json "
                      "IS NOT NULL ORDER BY seq DESC LIMIT 1", (run_id,))
     summary: Any = None
@@ -149,7 +142,12 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
             summary = json.loads(last[0])
         except ValueError:
             summary = last[0]
-    return {"x": x, "per_arm": per_arm, "summary": summary, "events": len(events),
+    asks = [e for e in events if e["kind"] == "ask"]
+    choice = (sum(1 for e in asks if (e["n_eligible"] or 0) > 1)
+              if store.has("allocations", "n_eligible") else None)
+    return {"x": list(range(arm.size + 1)), "per_arm": per_arm.tolist(), "summary": summary,
+            "events": len(events),
+            "asks": len(asks), "asks_with_choice": choice,
             "mean_reward": [sum(r) / len(r) if r else None for r in rewards]}
 
 

@@ -90,7 +90,9 @@
       : [["summary", s === null ? "(none yet)" : JSON.stringify(s)]];
     fill(allocBox, el("h3", {}, "Allocator state (last stored summary)"),
       el("div", {id: "allocator-summary"}, kv(rows)),
-      el("p", {class: "muted"}, `${int(pulls.events)} allocation events`));
+      el("p", {class: "muted", id: "allocation-events"}, `${int(pulls.events)} allocation events; ` +
+        `${int(pulls.asks)} allocator decisions` + (pulls.asks_with_choice === null ? "" :
+          `, ${int(pulls.asks_with_choice)} of them with more than one eligible arm`)));
   }
 
   function renderTrajectories(d) {
