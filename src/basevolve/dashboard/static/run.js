@@ -220,7 +220,7 @@
              {key: "prompt_tokens", label: "prompt", num: true}, {key: "completion_tokens", label: "completion", num: true},
              {key: "flops", label: "FLOPs", num: true, cell: (a) => sci(a.flops)},
              {key: "error", label: "error"}], c.attempts, {class: "compact"}),
-      c.meta !== undefined ? [el("h3", {}, "Meta"), el("pre", {class: "text"}, JSON.stringify(c.meta, null, 2))] : null,
+      c.meta !== undefined && c.meta !== null ? [el("h3", {}, "Meta"), el("pre", {class: "text"}, JSON.stringify(c.meta, null, 2))] : null,
       c.messages.map((m, i) => pre(`Prompt message ${i + 1}: ${m.role}`, m.content, "prompt")),
       pre("Raw reply", c.raw_text, "reply"),
       c.text && c.raw_text && c.text.text !== c.raw_text.text ? pre("Reply text (after thinking was removed)", c.text, "reply") : null);
