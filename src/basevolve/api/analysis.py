@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 import pandas as pd
 
@@ -21,7 +22,7 @@ from basevolve.analysis.tables import Tables
 from basevolve.api.checks import check_type
 from basevolve.errors import ConfigError
 
-TableArg = str | os.PathLike[str] | pd.DataFrame
+TableArg: TypeAlias = str | os.PathLike[str] | pd.DataFrame
 
 
 def _thresholds(values: Sequence[float] | None) -> tuple[float, ...]:
@@ -32,6 +33,10 @@ def _thresholds(values: Sequence[float] | None) -> tuple[float, ...]:
         raise ConfigError(f"--thresholds must be a non-empty list of numbers like [0.8, 0.9], "
                           f"got {values!r}")
     return tuple(float(v) for v in values)
+
+
+def _path(table: TableArg | None) -> Path | pd.DataFrame | None:
+    return table if table is None or isinstance(table, pd.DataFrame) else Path(table)
 
 
 def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
@@ -47,13 +52,14 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
                 name == "store" and isinstance(value, pd.DataFrame)):
             kind = "a file path" if name == "store" else "a DataFrame or a file path"
             raise ConfigError(f"--{name} must be {kind}, got {type(value).__name__}")
-    for name, value in (("resamples", resamples), ("shuffles", shuffles),
+    for knob, count in (("resamples", resamples), ("shuffles", shuffles),
                         ("gate_shuffles", gate_shuffles), ("seed", seed)):
-        check_type(name, value, int)
+        check_type(knob, count, int)
     check_type("ceiling", ceiling, float)
     cfg = AnalysisConfig(resamples=resamples, shuffles=shuffles, gate_shuffles=gate_shuffles,
                          seed=seed, ceiling=ceiling, thresholds=_thresholds(thresholds))
-    tables = load_tables(input=runs, trajectories=trajectories, store=store, children=children)
+    tables = load_tables(input=_path(runs), trajectories=_path(trajectories),
+                         store=None if store is None else Path(store), children=_path(children))
     return tables, run_pipeline(tables, cfg)
 
 
@@ -116,7 +122,7 @@ def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None 
     tables, result = _load(store, runs, trajectories, children, resamples, shuffles,
                            gate_shuffles, seed, ceiling, thresholds)
     try:
-        return write_report(result, tables, out, pdf=pdf)
+        return write_report(result, tables, Path(out), pdf=pdf)
     except OSError as exc:
         raise ConfigError(
             f"cannot write the report to {os.fspath(out)!r} ({exc}); fix: choose a writable "

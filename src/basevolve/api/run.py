@@ -16,7 +16,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from basevolve.api.checks import check_type
 from basevolve.api.loop import Progress, call_async, call_blocking
@@ -28,8 +28,8 @@ from basevolve.tasks.base import TASKS, Task
 #: Default store file, the CLI's ``--store`` default.
 DEFAULT_STORE = "basevolve.sqlite"
 
-TaskSpec = str | os.PathLike[str] | Task | type[Task]
-ProgressArg = bool | Callable[[dict[str, Any]], None]
+TaskSpec: TypeAlias = str | os.PathLike[str] | Task | type[Task]
+ProgressArg: TypeAlias = bool | Callable[[dict[str, Any]], None]
 
 def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
                  **values: Any) -> RunConfig:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+from pathlib import Path
 from typing import Any
 
 from basevolve.api.checks import check_type
@@ -58,7 +59,7 @@ def sweep(config: str | os.PathLike[str] | SweepConfig,
     check_type("executor", executor, str)
     check_type("address", address, str | None)
     check_type("progress", progress, bool)
-    grid = config if isinstance(config, SweepConfig) else load_sweep(config)
+    grid = config if isinstance(config, SweepConfig) else load_sweep(Path(config))
 
     class Stoppable(SweepProgress):
         """The sweep's display, which also carries the caller's stop request."""
@@ -73,7 +74,7 @@ def sweep(config: str | os.PathLike[str] | SweepConfig,
             super().update(snap)
 
     def job(hook: Progress) -> SweepResult:
-        return run_sweep(grid, store, executor=executor, address=address,
+        return run_sweep(grid, Path(store), executor=executor, address=address,
                          progress=Stoppable(hook))
 
     return call_blocking(job, None)
