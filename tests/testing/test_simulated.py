@@ -170,3 +170,11 @@ def test_simulate_server_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixt
     assert main(["simulate-server", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_light_entry_point_is_the_same_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m basevolve.cli.simulate_cmd`` (used by the benchmark) parses like the CLI."""
+    from basevolve.cli.simulate_cmd import main
+
+    assert main(["--task", "nope"]) == 2
+    assert "has no simulator" in capsys.readouterr().err

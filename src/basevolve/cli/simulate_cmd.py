@@ -84,3 +84,17 @@ def cmd_simulate_server(args: argparse.Namespace) -> int:
     finally:
         srv.close()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m basevolve.cli.simulate_cmd ...``: the same command without importing
+    every other command module (benchmarks start several servers; on a loaded box the
+    full CLI's imports took tens of seconds per server)."""
+    from basevolve.cli import main as cli_main
+
+    return cli_main(["simulate-server", *(sys.argv[1:] if argv is None else argv)],
+                    modules=("basevolve.cli.simulate_cmd",))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -29,20 +29,35 @@ _POOL: Any = None
 
 
 @contextlib.contextmanager
-def simulator(task: str, capability: float, latency: str = "0") -> Iterator[str]:
-    """A ``basevolve simulate-server`` process; yields its base URL."""
-    cmd = [sys.executable, "-m", "basevolve", "simulate-server", "--task", task,
-           "--capability", str(capability), "--latency", latency]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def simulators(specs: Sequence[tuple[str, float]], latency: str = "0") -> Iterator[list[str]]:
+    """``basevolve simulate-server`` processes for (task, capability) pairs, started
+    together (each imports numpy and the task modules: seconds on a loaded box); yields
+    their base URLs in order."""
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "basevolve.cli.simulate_cmd", "--task", task,
+         "--capability", str(cap), "--latency", latency],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for task, cap in specs]
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise RuntimeError(f"simulate-server did not start (printed {url!r})")
-        yield url
+        urls = []
+        for p in procs:
+            assert p.stdout is not None
+            url = p.stdout.readline().strip()
+            if not url.startswith("http"):
+                raise RuntimeError(f"simulate-server did not start (printed {url!r})")
+            urls.append(url)
+        yield urls
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def simulator(task: str, capability: float, latency: str = "0") -> Iterator[str]:
+    """One ``basevolve simulate-server`` process; yields its base URL."""
+    with simulators([(task, capability)], latency) as urls:
+        yield urls[0]
 
 
 def _close_pool() -> None:
