@@ -124,6 +124,35 @@ def report(df: pd.DataFrame, rng: np.random.Generator,
     return out
 
 
+def simulator_cpu_ms(stores: list[Path], n: int = 150) -> dict[str, float]:
+    """CPU ms per reply of the simulated LLM alone, on prompts the runs really sent
+    (read back from the stores), per task: what the simulator costs inside a call."""
+    import sqlite3
+
+    from basevolve.testing.sim import SimulatedLLM
+
+    out = {}
+    for task in TASKS:
+        prompts = []
+        for s in stores:
+            con = sqlite3.connect(s)
+            try:
+                prompts += con.execute(
+                    "SELECT c.messages_json, c.seed FROM calls c JOIN runs r USING (run_id) "
+                    "WHERE r.task = ? ORDER BY c.call_id LIMIT ?", (task, n)).fetchall()
+            finally:
+                con.close()
+        if not prompts:
+            continue
+        sim = SimulatedLLM(task)
+        sim({"messages": json.loads(prompts[0][0]), "seed": 0}, 0)  # warm the caches
+        t0 = time.process_time()
+        for msgs, seed in prompts:
+            sim({"messages": json.loads(msgs), "seed": seed}, 0)
+        out[task] = 1000 * (time.process_time() - t0) / len(prompts)
+    return out
+
+
 def _cpu_s() -> float:
     """CPU seconds of this process and every waited-for descendant (worker processes,
     simulator servers and, through them, sandbox workers and their forks)."""
@@ -156,8 +185,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = Path(args.out) if args.out else Path(tmp)
         rows = run_grid(grid, out_dir, workers=args.workers)
-    wall = time.perf_counter() - t0
-    cpu = _cpu_s() - cpu0
+        wall = time.perf_counter() - t0
+        cpu = _cpu_s() - cpu0
+        sim_ms = simulator_cpu_ms(sorted(out_dir.glob("runs-*.sqlite")))
     df = pd.DataFrame(rows)
     calls = int(sum(j["config"]["budget"] for j in grid))
     print(f"\n{len(df)} runs, {calls} LLM calls in {wall:.0f} s wall "
@@ -166,11 +196,14 @@ def main() -> int:
           f"(runs, simulator, sandbox), i.e. >= {cpu / (os.cpu_count() or 1):.0f} s of wall "
           f"on this box's {os.cpu_count()} cores if nothing else ran; "
           f"load average at the end {os.getloadavg()[0]:.1f}")
+    print("simulator CPU per reply (ms, on stored prompts): "
+          + ", ".join(f"{k} {v:.2f}" for k, v in sim_ms.items()))
     crashed = df[df["resumed_after"] != ""]
     for r in crashed.itertuples():
         print(f"run {r.run_id} crashed ({r.resumed_after}) and was resumed to its budget")
     res = report(df, np.random.default_rng(0), bandits)
-    res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(crashed), "runs": len(df), "calls": calls,
+    res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(crashed),
+                "simulator_cpu_ms_per_reply": sim_ms, "runs": len(df), "calls": calls,
                 "load_average_end": os.getloadavg()[0],
                 "run_wall_s_mean": float(df["wall_s"].mean())})
     if args.json:

@@ -111,8 +111,15 @@ def test_reply_reads_parent_from_prompt_and_repeats_per_seed(task: str) -> None:
     assert sim.read_parent(body) == (sim.model.initial, 0.1234)
     a, b = sim(body, 0), sim(dict(body), 99)
     assert a == b  # same seed, same prompt: the same reply (the index is not used)
-    texts = {sim(prompt(task, t.initial_program, 0.1, seed=s), 0) for s in range(20)}
+    fam = sim.model.families[1]  # a family whose children vary in their numbers
+    parent, _ = fam.render(np.random.default_rng(0), fam.fitness_at(0.5), True)
+    fit = round(fam.fitness_at(0.5), 4)
+    texts = {sim(prompt(task, parent, fit, seed=s), 0) for s in range(20)}
     assert len(texts) > 10
+    other = SimulatedLLM(task, capability=0.5)  # another model: its own stream per seed
+    same = sum(other(prompt(task, parent, fit, seed=s), 0)
+               == sim(prompt(task, parent, fit, seed=s), 0) for s in range(20))
+    assert same < 10
 
 
 @pytest.mark.parametrize("task", sorted(MODELS))

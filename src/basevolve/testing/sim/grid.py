@@ -14,7 +14,6 @@ file), each running its share of the jobs one after another.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import subprocess
@@ -22,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,9 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     if _POOL is None:
         _POOL = SandboxPool(SandboxConfig(workers=1))
-        atexit.register(_close_pool)
+        # multiprocessing children skip atexit; a Finalize runs at their exit, so the
+        # sandbox workers are closed and waited for (and their CPU is accounted)
+        Finalize(None, _close_pool, exitpriority=10)
     cfg = RunConfig(**job["config"])
     store = Path(job["out_dir"]) / f"runs-{os.getpid()}.sqlite"
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """The simulated mutation LLM: from a prompt to a reply (issue 13, part 1).
 
 One reply, given the request's seed (everything is drawn from
-``np.random.default_rng(seed)``, so a request repeats exactly):
+``np.random.default_rng([seed, capability])``, so a request repeats exactly):
 
 1. **Read the parent** from the prompt, as a real model would see it: the program under
    "# Current Program" gives the parent's *family* (:meth:`TaskModel.classify`, by the
@@ -171,7 +171,10 @@ class SimulatedLLM:
 
     def reply(self, body: dict[str, Any], index: int = 0) -> Reply:
         seed = body.get("seed")
-        rng = np.random.default_rng(int(seed) if isinstance(seed, int) and seed >= 0 else index)
+        seed = int(seed) if isinstance(seed, int) and seed >= 0 else index
+        # The capability is part of the stream: two models sampled with the same seed
+        # write unrelated replies (a shared stream made their runs near-identical).
+        rng = np.random.default_rng([seed, round(self.capability * 1_000_000)])
         fam, fit = self.read_parent(body)
         return self.render(self.decide(fam, fit, rng), rng)
 
