@@ -46,6 +46,8 @@ def test_small_grid_end_to_end(tmp_path, capsys, grid_file):
         assert got[run.run_id]["status"] == "finished"
         assert got[run.run_id]["counted"] == run.config.budget  # exactly C
         assert got[run.run_id]["solutions"] == 1  # the best value, for pictures
+    sweeps = rows(db, "SELECT DISTINCT json_extract(config_json, '$.sweep') s FROM runs")
+    assert sweeps == [{"s": "small"}]  # the dashboard groups the runs by it
     # reliability summary: one row per cell with n = 2 seeds, thresholds from the config
     assert len(doc["cells"]) == 6 and all(c["n"] == 2 for c in doc["cells"])
     assert set(doc["cells"][0]["p_reach"]) == {"0.5", "0.75"}

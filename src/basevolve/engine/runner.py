@@ -298,20 +298,24 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
 
 async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,
                           client: Any | None = None, pool: Any | None = None,
-                          progress: Progress | None = None) -> dict[str, Any]:
+                          progress: Progress | None = None,
+                          labels: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`start_run` inside a running event loop, for many runs in one process.
 
     Why: a sweep (issue 11) drives many runs on one loop so they share one client per
     endpoint (one in-flight limit) and one sandbox pool.  The caller has validated the
     config, probed the endpoint, opened ``store`` and holds the run's lock; ``client``
     (e.g. a limiter-wrapped shared client) and ``pool`` are borrowed, not closed.  The
-    task's identity is stored as :func:`start_run` stores it.
+    task's identity is stored as :func:`start_run` stores it.  ``labels`` (e.g.
+    ``{"sweep": NAME}``, which the dashboard groups by) are stored next to the config;
+    they are not run options, so a resume ignores them.
     """
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import task_identity
 
     task = task if task is not None else load_task(cfg.task)
-    store.create_run(cfg.run_id, cfg.to_dict(), active_params=_active_params(cfg, client),
+    store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
+                     active_params=_active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())
     return await _execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
                                 progress=progress)

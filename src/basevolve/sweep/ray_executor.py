@@ -153,7 +153,8 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
                 w = width(p.run.config)
                 busy[ep] = busy.get(ep, 0.0) + w
                 load[i] += w
-                ref = runners[i].run.remote(p.run.config.to_dict(), p.rank, limiters[ep], i)
+                ref = runners[i].run.remote(p.run.config.to_dict(), p.rank, limiters[ep], i,
+                                            sweep.name)
                 active[ref] = (p, i)
                 progress.started_run(p.run.run_id)
 
