@@ -74,46 +74,33 @@ def call_timing(db: Path, run_id: str) -> tuple[int, float, float]:
     return peak, span, mean_call
 
 
+REPLY_EXPR = {  # built inside the server process, so replies may read the request
+    "marked": "ArmMarkedReplies(arms={arms}, run_seed=0, budget={budget})",
+    "programs": "seeded_packing_reply",
+    "text": "lambda body, i: f'No program this time (reply {{i}}).'",
+}
+
+
 @contextlib.contextmanager
 def server(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[str, Callable[[], int]]]:
     """The test server in-process (thread) or as its own process (like a real vLLM)."""
-    if args.replies == "marked":  # the reply reads the request, so no replies file
-        marked = ArmMarkedReplies(arms=args.arms, run_seed=0, budget=args.budget)
-        if args.server == "thread":
-            with LLMTestServer(marked, latency_s=args.latency) as srv:
-                yield srv.base_url, lambda: len(srv.requests)
-            return
-        boot = ("import sys, time\n"
-                "from basevolve.testing import LLMTestServer\n"
-                "from basevolve.testing.replies import ArmMarkedReplies\n"
-                f"r = ArmMarkedReplies(arms={args.arms}, run_seed=0, budget={args.budget})\n"
-                f"with LLMTestServer(r, latency_s={args.latency}, record=False) as s:\n"
-                "    print(s.base_url, flush=True)\n"
-                "    sys.stdin.read()\n")
-        proc = subprocess.Popen([sys.executable, "-c", boot], stdout=subprocess.PIPE,
-                                stdin=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout is not None
-            yield proc.stdout.readline().strip(), lambda: -1
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-        return
-    fn = reply if args.replies == "programs" else text_reply
+    socketserver.StreamRequestHandler.disable_nagle_algorithm = not args.nagle
     if args.server == "thread":
-        socketserver.StreamRequestHandler.disable_nagle_algorithm = not args.nagle
+        fn = {"marked": ArmMarkedReplies(arms=args.arms, run_seed=0, budget=args.budget),
+              "programs": reply, "text": text_reply}[args.replies]
         with LLMTestServer(fn, latency_s=args.latency) as srv:
             yield srv.base_url, lambda: len(srv.requests)
         return
-    replies = tmp / "replies.json"
-    replies.write_text(json.dumps([fn({"seed": i}, i) for i in range(257)]))
+    expr = REPLY_EXPR[args.replies].format(arms=args.arms, budget=args.budget)
     boot = ("import socketserver, sys\n"
             f"socketserver.StreamRequestHandler.disable_nagle_algorithm = {not args.nagle}\n"
-            "from basevolve.testing.llm_server import main\n"
-            "sys.exit(main(sys.argv[1:]))\n")
-    proc = subprocess.Popen([sys.executable, "-c", boot, "--port", "0",
-                             "--latency", str(args.latency), "--replies-file", str(replies)],
-                            stdout=subprocess.PIPE, text=True)
+            "from basevolve.testing import LLMTestServer\n"
+            "from basevolve.testing.replies import ArmMarkedReplies, seeded_packing_reply\n"
+            f"with LLMTestServer({expr}, latency_s={args.latency}, record=False) as s:\n"
+            "    print(s.base_url, flush=True)\n"
+            "    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", boot], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().strip(), lambda: -1
