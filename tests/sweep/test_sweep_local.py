@@ -171,3 +171,32 @@ def test_bad_input_exits_2_and_leaves_the_store_alone(tmp_path, capsys, case, ne
     assert _store_bytes(db) == before
     assert not Path(f"{db}.lock").exists()  # no run was ever locked
     assert not (tmp_path / "p.toml").exists()
+
+
+def test_each_endpoint_has_its_own_limit(tmp_path, capsys):
+    """One server per model, limits 3 and 5: each server sees exactly its own limit."""
+    with LLMTestServer(seeded_packing_reply, latency_s=0.5) as a, \
+            LLMTestServer(seeded_packing_reply, latency_s=0.5) as b:
+        cfg = tmp_path / "two.toml"
+        cfg.write_text(f"""
+[[endpoints]]
+base_url = "{a.base_url}"
+limit = 3
+[[endpoints]]
+base_url = "{b.base_url}"
+limit = 5
+[[grid]]
+task = "circle_packing"
+model = ["model-a", "model-b"]
+base_url = ["{a.base_url}", "{b.base_url}"]
+zip = [["model", "base_url"]]
+params = 1e9
+budget = 4
+depth = "powers-of-2"
+seeds = 2
+""")
+        assert main(["sweep", str(cfg), "--store", str(tmp_path / "two.sqlite")]) == 0
+        capsys.readouterr()
+        assert (a.peak_in_flight, b.peak_in_flight) == (3, 5)
+        assert len(a.requests) == len(b.requests) == 3 * 4 * 2  # 3 depths x C x 2 seeds
+        assert {r["model"] for r in a.requests} == {"model-a"}
