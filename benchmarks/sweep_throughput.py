@@ -15,6 +15,7 @@ cost the same: same C, T, N and latency), with the arithmetic bound of that sche
 sum over runs of its sequential rounds x latency.
 
     python benchmarks/sweep_throughput.py [--latency 0.5] [--seeds 10] [--sequential-seeds 1]
+        [--replies program|text]
 
 The sweep's wall is measured from the first call sent to the last call completed (from
 the store's call times; sandbox pool start-up and imports excluded, as for the bound),
@@ -39,9 +40,11 @@ SLOTS = 16
 BUDGET = 32
 
 
-def start_server(tmp: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
+def start_server(tmp: Path, latency: float, text: bool) -> tuple[subprocess.Popen[str], str]:
     replies = ["```python\n" + PACKING_PROGRAM.format(scale=0.3 + 0.07 * i) + "```\n"
                for i in range(10)]
+    if text:  # no program: nothing is sandboxed, the gap to the bound is scheduling + HTTP
+        replies = [f"No program this time ({i})." for i in range(10)]
     (tmp / "replies.json").write_text(json.dumps(replies))
     proc = subprocess.Popen(
         [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency",
@@ -94,6 +97,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--replies", choices=("program", "text"), default="program",
+                    help="text: replies without a program (no sandbox work)")
     ap.add_argument("--sequential-seeds", type=int, default=1,
                     help="seeds whose runs are also run one after another (0 = skip)")
     args = ap.parse_args()
@@ -103,7 +108,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        proc, url = start_server(tmp, args.latency)
+        proc, url = start_server(tmp, args.latency, args.replies == "text")
         try:
             cfg = tmp / "grid.toml"
             cfg.write_text(grid(url, args.seeds))
@@ -150,7 +155,7 @@ def main() -> int:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
-    print(json.dumps({"runs": len(sweep.runs), "calls": calls, "latency_s": args.latency,
+    print(json.dumps({"replies": args.replies, "runs": len(sweep.runs), "calls": calls, "latency_s": args.latency,
                       "bound_s": round(bound, 2), "sweep_span_s": round(span, 2),
                       "sweep_end_to_end_s": round(end_to_end, 2),
                       "ratio": round(span / bound, 3), "peak_in_flight": peak,
