@@ -2,8 +2,8 @@
 
 The store is built once per session by real runs against the OpenAI-compatible test
 server on 127.0.0.1 with real sandboxed evaluation: a small greedy depth-breadth grid
-(C in {4, 8}, T in {1, C}, two seeds), a BaSE run (UCB, K = 3) and a run whose replies
-are hostile program text.  The dashboard is the real ``basevolve dashboard`` command in
+(C in {4, 8}, T in {1, C}, two seeds), a BaSE run (UCB, K = 3), a run whose replies
+are hostile program text and a small ``basevolve sweep`` (C = 2, T in {1, 2}, two seeds).  The dashboard is the real ``basevolve dashboard`` command in
 a subprocess; the browser is Debian's ``chromium`` driven by Playwright.
 """
 
@@ -15,11 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dashboard_support import BASE, GRID, HOSTILE_RUN, Dashboard, chromium_path, hostile_reply
+from dashboard_support import (
+    BASE,
+    GRID,
+    HOSTILE_RUN,
+    SWEEP_RUNS,
+    SWEEP_TOML,
+    Dashboard,
+    chromium_path,
+    hostile_reply,
+)
 
 from basevolve.config import RunConfig
 from basevolve.engine import start_run
 from basevolve.sandbox import SandboxConfig, SandboxPool
+from basevolve.sweep.execute import run_sweep
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
@@ -47,6 +57,11 @@ def store(tmp_path_factory: pytest.TempPathFactory, pool: SandboxPool) -> Path:
         _run(srv, db, pool, seed=3, **BASE)
     with LLMTestServer(hostile_reply) as srv:
         _run(srv, db, pool, budget=2, depth=2, run_id=HOSTILE_RUN)
+    with LLMTestServer(seeded_packing_reply) as srv:  # a real sweep, tagged in the store
+        toml = db.parent / "mini.toml"
+        toml.write_text(SWEEP_TOML.format(url=srv.base_url))
+        result = run_sweep(toml, db, live=False)
+        assert len(result.outcomes) == SWEEP_RUNS
     return db
 
 

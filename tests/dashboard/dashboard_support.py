@@ -31,6 +31,26 @@ def construct_packing():
     radii = np.full(26, 0.05)
     return centers, radii, float(radii.sum())
 '''
+SWEEP, SWEEP_RUNS = "mini", 4  # basevolve sweep: C = 2, T in {1, 2}, 2 seeds
+SWEEP_TOML = """\
+[sweep]
+name = "mini"
+
+[[endpoints]]
+base_url = "{url}"
+limit = 4
+
+[defaults]
+task = "circle_packing"
+model = "test-model"
+params = 1e9
+base_url = "{url}"
+seeds = 2
+
+[[grid]]
+budget = 2
+depth = "powers-of-2"
+"""
 GRID = [(c, t, s) for c in (4, 8) for t in (1, c) for s in (0, 1)]
 BASE = {"run_id": "base-ucb", "allocator": "ucb", "arms": 3, "budget": 12}
 

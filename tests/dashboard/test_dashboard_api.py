@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dashboard_support import BASE, GRID, HOSTILE_RUN, Dashboard
+from dashboard_support import BASE, GRID, HOSTILE_RUN, SWEEP, SWEEP_RUNS, Dashboard
 
 from basevolve.analysis.stats import describe
 from basevolve.store import RunStore
@@ -49,7 +49,7 @@ def rows(db: Path, sql: str, *params):
 
 def test_runs_list_matches_the_store(dashboard, store):
     data = api(dashboard, "/api/runs?size=100")
-    assert data["total"] == len(GRID) + 2 == len(data["runs"])
+    assert data["total"] == len(GRID) + 2 + SWEEP_RUNS == len(data["runs"])
     for r in data["runs"]:
         truth = rows(store, "SELECT count(*) n, (SELECT max(score) FROM programs WHERE run_id=?) b,"
                             " (SELECT sum(flops) FROM calls WHERE run_id=?) f FROM calls "
@@ -57,7 +57,11 @@ def test_runs_list_matches_the_store(dashboard, store):
         assert r["status"] == "finished" and r["calls_done"] == r["budget"] == truth["n"]
         assert r["best_score"] == pytest.approx(truth["b"])
         assert r["flops"] == pytest.approx(truth["f"])
-    assert [s["sweep"] for s in data["sweeps"]] == [None]
+    assert [(s["sweep"], s["runs"]) for s in data["sweeps"]] == [
+        (None, len(GRID) + 2), (SWEEP, SWEEP_RUNS)]
+    mine = api(dashboard, f"/api/runs?sweep={SWEEP}")
+    assert mine["total"] == SWEEP_RUNS
+    assert sorted(r["depth"] for r in mine["runs"]) == [1, 1, 2, 2]
 
 
 def test_run_page_of_a_base_run(dashboard, store):
@@ -115,11 +119,14 @@ def test_picture_is_the_drawing_run_wrote(dashboard, store):
 
 def test_sweep_page_reuses_the_analysis(dashboard, store):
     d = api(dashboard, "/api/sweep?id=all&tau=0.5,0.7")
-    assert d["runs"] == len(GRID) + 2 and d["finished"] == d["runs"] and d["taus"] == [0.5, 0.7]
+    assert d["runs"] == len(GRID) + 2 + SWEEP_RUNS and d["finished"] == d["runs"]
+    assert d["taus"] == [0.5, 0.7]
     (heat,) = d["heatmaps"]
-    # the grid's (C, T) cells plus the hostile run's (C=2, T=2); BaSE is not a greedy cell
+    # the grid's (C, T) cells, the hostile run's and the sweep's (C=2, T=2 shared by both);
+    # BaSE is not a greedy cell
     assert heat["budgets"] == [2, 4, 8] and heat["depths"] == [1, 2, 4, 8]
-    assert sum(c is not None for row in heat["cells"] for c in row) == 5
+    assert sum(c is not None for row in heat["cells"] for c in row) == 6
+    assert heat["cells"][1][0]["n"] == 3
     row = next(r for r in d["reliability"] if r["budget"] == 8 and r["depth"] == 8)
     fit = [rows(store, "SELECT max(score) m FROM programs WHERE run_id=?", f"grid-C8-T8-s{s}")[0]["m"]
            for s in (0, 1)]
@@ -127,6 +134,11 @@ def test_sweep_page_reuses_the_analysis(dashboard, store):
     assert row["n"] == 2 and row["method"] == "greedy T=8"
     assert row["mean"] == pytest.approx(np.mean(fit)) and row["iqm"] == pytest.approx(want["iqm"])
     assert row["p_ge"] == [float(np.mean(np.array(fit) >= t)) for t in (0.5, 0.7)]
+    mini = api(dashboard, f"/api/sweep?id={SWEEP}")
+    assert (mini["runs"], mini["finished"]) == (SWEEP_RUNS, SWEEP_RUNS)
+    (h,) = mini["heatmaps"]
+    assert h["budgets"] == [2] and h["depths"] == [1, 2]
+    assert [r["n"] for r in mini["reliability"]] == [2, 2]
     (env,) = d["envelopes"]
     assert sorted(e["budget"] for e in env["envelope"]) == [2, 4, 8]
     assert np.all(np.diff([e["flops"] for e in env["envelope"]]) >= 0)  # drawn along FLOPs

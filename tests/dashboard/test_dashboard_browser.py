@@ -17,7 +17,16 @@ import time
 import urllib.parse
 import urllib.request
 
-from dashboard_support import BASE, CONTROL, HOSTILE, HOSTILE_RUN, Dashboard
+from dashboard_support import (
+    BASE,
+    CONTROL,
+    GRID,
+    HOSTILE,
+    HOSTILE_RUN,
+    SWEEP,
+    SWEEP_RUNS,
+    Dashboard,
+)
 
 from basevolve.config import RunConfig
 from basevolve.engine import start_run
@@ -25,6 +34,7 @@ from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
 TIMEOUT_MS = 30_000
+TOTAL = len(GRID) + 2 + SWEEP_RUNS
 
 
 def open_page(browser, url: str):
@@ -60,8 +70,9 @@ def points(page, chart_id: str) -> int:
 def test_every_page_renders_with_data(browser, dashboard, shots):
     page, ev = open_page(browser, dashboard.base + "/")
     page.wait_for_selector("table.runs tbody tr")
-    assert page.locator("table.runs tbody tr").count() == 10
-    assert "page 1 of 1 (10 runs)" in page.inner_text("#page-info")
+    assert page.locator("table.runs tbody tr").count() == TOTAL
+    assert f"page 1 of 1 ({TOTAL} runs)" in page.inner_text("#page-info")
+    assert SWEEP in page.inner_text("#sweeps")
     page.click("table.runs th:has-text('best')")  # sort in SQL, newest order replaced
     page.wait_for_url(re.compile(r"sort=best"))
     page.screenshot(path=str(shots / "runs.png"), full_page=True)
@@ -92,15 +103,23 @@ def test_every_page_renders_with_data(browser, dashboard, shots):
     assert page.is_hidden("#chart-pulls")  # no bandit: no pulls chart
     page.screenshot(path=str(shots / "run-greedy.png"), full_page=True)
 
+    page.goto(dashboard.base + "/")
+    page.click(f"#sweeps a:has-text('{SWEEP}')")  # the sweep's own page
+    page.wait_for_selector("table.heatmap td.heat")
+    assert page.locator("table.heatmap td.heat").count() == 2
+    assert points(page, "chart-envelope-0") > 0
+    assert page.locator("table.reliability tbody tr").count() == 2
+    page.screenshot(path=str(shots / "sweep.png"), full_page=True)
+
     page.goto(dashboard.base + "/sweep?id=all")
     page.wait_for_selector("table.heatmap td.heat")
-    assert page.locator("table.heatmap td.heat").count() == 5
+    assert page.locator("table.heatmap td.heat").count() == 6
     assert points(page, "chart-envelope-0") > 0
     assert page.locator("table.reliability tbody tr").count() >= 5
     page.fill("#tau", "0.5,0.6")
     page.press("#tau", "Enter")
     page.wait_for_selector("table.reliability th:has-text('P(≥ 0.6)')")
-    page.screenshot(path=str(shots / "sweep.png"), full_page=True)
+    page.screenshot(path=str(shots / "sweep-all.png"), full_page=True)
     assert not ev["dialogs"] and not ev["errors"], ev
     page.close()
 
@@ -202,7 +221,7 @@ def test_browser_without_the_token_is_refused(browser, store, shots):
         page.goto(f"{local}/?token={token}")  # sets the cookie, drops the token from the URL
         page.wait_for_selector("table.runs tbody tr")
         assert "token" not in page.url
-        assert page.locator("table.runs tbody tr").count() == 10
+        assert page.locator("table.runs tbody tr").count() == TOTAL
         fresh = browser.new_context()  # no cookie: refused again
         other = fresh.new_page()
         other.goto(local + "/run?id=" + BASE["run_id"])

@@ -32,7 +32,8 @@ STATUSES = ("created", "running", "finished", "failed", "interrupted")
 def sweep_sql(store: ReadOnlyStore, alias: str = "r") -> str:
     """SQL expression naming a run's sweep, from whatever this store records.
 
-    A ``sweep_id`` column when the store has one; otherwise a ``sweep_id`` key, a
+    ``basevolve sweep`` stores ``"sweep": NAME`` next to each run's config; also read: a
+    ``sweep_id`` column when the store has one, a ``sweep_id`` key, a
     ``sweep`` object's ``id``/``name`` or a plain ``sweep`` string in the run's config.
     NULL = not part of a sweep.  The ``instr`` guard skips JSON parsing for configs that
     do not mention a sweep at all (most runs; parsing 10,000 configs costs ~100 ms).

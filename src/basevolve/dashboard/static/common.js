@@ -122,7 +122,8 @@ const BV = (() => {
                    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   const charts = new Map();
 
-  // spec: {title, x: [...], xLabel, yLabel, logX, series: [{label, data, color, width, points}]}
+  // spec: {title, x: [...], xLabel, yLabel, xFormat, series: [{label, data, color, width,
+  //        points (dots only), markers (line with dots)}]}
   function chart(holder, spec) {
     const data = [spec.x, ...spec.series.map((s) => s.data)];
     let points = 0;
@@ -141,7 +142,8 @@ const BV = (() => {
     const opts = {
       title: spec.title, width, height: spec.height || 260,
       scales: {x: {time: false, distr: spec.logX ? 3 : 1}},
-      axes: [{label: spec.xLabel, values: spec.xFormat}, {label: spec.yLabel}],
+      axes: [{label: spec.xLabel, values: spec.xFormat, space: spec.xFormat ? 90 : 50},
+             {label: spec.yLabel}],
       legend: {show: true},
       series: [{label: spec.xLabel}, ...spec.series.map((s, i) => ({
         label: s.label,
@@ -149,8 +151,9 @@ const BV = (() => {
         width: s.width || 1.5,
         spanGaps: true,
         paths: s.points ? () => null : undefined,
-        points: s.points ? {show: true, size: 5, fill: s.color || PALETTE[i % PALETTE.length]}
-                         : {show: false},
+        points: s.points || s.markers
+          ? {show: true, size: s.points ? 5 : 7, fill: s.color || PALETTE[i % PALETTE.length]}
+          : {show: false},
       }))],
     };
     const plot = new uPlot(opts, data, holder);

@@ -65,7 +65,7 @@
       chart(document.getElementById(id), {
         title: "Fitness vs effective FLOPs", x: xs, xLabel: "FLOPs", yLabel: "mean fitness",
         xFormat: (u, vals) => vals.map((v) => Number(v).toExponential(1)),
-        series: [{label: "envelope v_max", data: at(e.envelope, "v_max"), color: "#000", width: 2},
+        series: [{label: "envelope v_max", data: at(e.envelope, "v_max"), color: "#000", width: 2, markers: true},
                  {label: "cells", data: at(e.cells, "fitness"), color: "#1f77b4", points: true}]});
     });
   }
