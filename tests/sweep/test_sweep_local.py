@@ -58,9 +58,13 @@ def test_small_grid_end_to_end(tmp_path, capsys, grid_file):
         rc = main(["sweep", str(grid_file(srv2.base_url)), "--store", str(db)])
         capsys.readouterr()
         assert rc == 0 and srv2.requests == []
-    status = sweep_status(load_sweep(cfg), db)
+    assert main(["sweep", str(cfg), "--store", str(db), "--status", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert status == json.loads(json.dumps(sweep_status(load_sweep(cfg), db)))
     assert status["complete"] and status["runs"]["finished"] == RUNS
     assert status["calls"] == status["calls_total"] == CALLS
+    assert main(["sweep", str(cfg), "--store", str(db), "--status"]) == 0
+    assert f"{RUNS}/{RUNS} runs finished" in capsys.readouterr().out
 
 
 @pytest.fixture()
