@@ -28,3 +28,18 @@ class FakeTask(Task):
 
 def program(value: float) -> str:
     return f"def make():\n    return {value!r}\n"
+
+
+ISLAND_INITIAL = (
+    "import math\n\n# EVOLVE-BLOCK-START\ndef make():\n    return 0.5\n# EVOLVE-BLOCK-END\n"
+)
+
+
+class IslandTask(FakeTask):
+    """A fake task whose program has an EVOLVE block (island protocols edit inside it)."""
+
+    name = "fake_islands"
+
+    @property
+    def initial_program(self) -> str:
+        return ISLAND_INITIAL

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 START_MARKER = "EVOLVE-BLOCK-START"
 END_MARKER = "EVOLVE-BLOCK-END"
+MARKERS = (START_MARKER, END_MARKER)
+PROMPT_MARKERS = ("PROMPT-BLOCK-START", "PROMPT-BLOCK-END")
 _SEARCH = re.compile(r"^[ \t]*<{5,}[ \t]*SEARCH[ \t]*$")
 _DIVIDER = re.compile(r"^[ \t]*={5,}[ \t]*$")
 _REPLACE = re.compile(r"^[ \t]*>{5,}[ \t]*REPLACE[ \t]*$")
@@ -126,18 +128,20 @@ def parse_search_replace(text: str) -> list[Edit]:
 
 
 # ------------------------------------------------------------------------- EVOLVE blocks
-def evolve_blocks(code: str) -> list[tuple[int, int]]:
+def evolve_blocks(code: str, markers: tuple[str, str] = MARKERS) -> list[tuple[int, int]]:
     """Character spans of the text between each START and END marker line.
 
     Unbalanced markers raise nothing: an unclosed START runs to the end of the program.
+    ``markers``: another pair (CodeEvolve's ``PROMPT-BLOCK-START`` / ``-END``).
     """
     spans: list[tuple[int, int]] = []
     start: int | None = None
     pos = 0
+    begin, finish = markers
     for line in code.splitlines(keepends=True):
-        if START_MARKER in line and start is None:
+        if begin in line and start is None:
             start = pos + len(line)
-        elif END_MARKER in line and start is not None:
+        elif finish in line and start is not None:
             spans.append((start, pos))
             start = None
         pos += len(line)
@@ -257,12 +261,9 @@ def _nearest(code: str, search: str) -> str:
     return f"{shown!r}"
 
 
-def _windows(code: str, confine: bool) -> list[tuple[int, int]]:
-    return evolve_blocks(code) if confine else [(0, len(code))]
-
-
 def apply_search_replace(
-    code: str, text: str, *, require_in_evolve_block: bool = False
+    code: str, text: str, *, require_in_evolve_block: bool = False,
+    markers: tuple[str, str] = MARKERS,
 ) -> DiffResult:
     """Apply every SEARCH/REPLACE block of ``text`` to ``code``; see the module docstring.
 
@@ -278,21 +279,20 @@ def apply_search_replace(
         return DiffResult(None, 0, "no SEARCH/REPLACE block in the reply (expected "
                                    "'<<<<<<< SEARCH' / '=======' / '>>>>>>> REPLACE')")
     confine = require_in_evolve_block
-    if confine and not evolve_blocks(code):
-        return DiffResult(None, 0, f"the program has no {START_MARKER} / {END_MARKER} region "
-                                   "to edit")
+    begin, finish = markers
+    if confine and not evolve_blocks(code, markers):
+        return DiffResult(None, 0, f"the text has no {begin} / {finish} region to edit")
     original = code
     methods: list[str] = []
     for n, edit in enumerate(parsed.edits, 1):
-        if confine and any(m in edit.search or m in edit.replace
-                           for m in (START_MARKER, END_MARKER)):
-            return DiffResult(None, 0, f"SEARCH block {n} touches an EVOLVE-BLOCK marker line; "
-                                       "edit only the code between the markers")
+        if confine and any(m in edit.search or m in edit.replace for m in markers):
+            return DiffResult(None, 0, f"SEARCH block {n} touches a {begin} / {finish} marker "
+                                       "line; edit only the text between the markers")
         if not edit.search.strip():
-            spans = evolve_blocks(code)
+            spans = evolve_blocks(code, markers)
             if not spans:
-                return DiffResult(None, 0, f"SEARCH block {n} is empty and the program has no "
-                                           "EVOLVE-BLOCK to insert into")
+                return DiffResult(None, 0, f"SEARCH block {n} is empty and there is no {begin} "
+                                           "region to insert into")
             end = spans[-1][1]
             ins = edit.replace if edit.replace.endswith("\n") else edit.replace + "\n"
             if end > 0 and code[end - 1] != "\n":
@@ -301,14 +301,15 @@ def apply_search_replace(
             methods.append("insert")
             continue
         match = None
-        for window in _windows(code, confine):
+        for window in evolve_blocks(code, markers) if confine else [(0, len(code))]:
             match = _find(code, edit.search, window)
             if match is not None:
                 break
         if match is None:
             if confine and _find(code, edit.search, (0, len(code))) is not None:
-                return DiffResult(None, 0, f"SEARCH block {n} matches only code outside the "
-                                           "EVOLVE-BLOCKs, which must not change")
+                return DiffResult(None, 0, f"SEARCH block {n} matches only text outside the "
+                                           f"{begin} / {finish} regions, which must not "
+                                           "change")
             return DiffResult(None, 0, f"SEARCH block {n} not found in the program: "
                                        f"{_nearest(code, edit.search)}")
         replacement = edit.replace
@@ -320,8 +321,8 @@ def apply_search_replace(
         methods.append(match.method)
     if code == original:
         return DiffResult(None, 0, "the SEARCH/REPLACE blocks leave the program unchanged")
-    if confine and len(evolve_blocks(code)) != len(evolve_blocks(original)):
-        return DiffResult(None, 0, "the edits changed the number of EVOLVE-BLOCK regions")
+    if confine and len(evolve_blocks(code, markers)) != len(evolve_blocks(original, markers)):
+        return DiffResult(None, 0, f"the edits changed the number of {begin} regions")
     if crlf:
         code = code.replace("\n", "\r\n")
     return DiffResult(code, len(parsed.edits), None, tuple(methods))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from basevolve.prompts.templates import fill, load_template
 
 TEMPLATE_NAME = "openevolve_user"
+DIFF_TEMPLATE_NAME = "openevolve_diff_user"  # our wording of OpenEvolve's diff mode
 NO_FEATURE_COORDS = "No feature coordinates (this protocol keeps no MAP-Elites grid)"
 NO_FEATURE_DIMENSIONS = "none (this protocol keeps a single best program, no feature grid)"
 NO_HISTORY = "No previous programs yet."
@@ -106,6 +107,19 @@ def format_evolution_history(
     return "\n\n".join(sections)
 
 
+def format_previous_attempts(entries: Sequence[HistoryEntry]) -> str:
+    """The "Previous Attempts" section: one line per program (score, status, and the
+    ``label``, e.g. its outcome relative to its own parent); empty when none."""
+    if not entries:
+        return ""
+    lines = []
+    for i, e in enumerate(entries, 1):
+        status = "" if e.valid else ", invalid"
+        label = f"; {e.label}" if e.label else ""
+        lines.append(f"- Attempt {i}: fitness {format_fitness(e.score)}{status}{label}")
+    return "## Previous Attempts\n\n" + "\n".join(lines)
+
+
 def format_improvement_areas(
     current_score: float, previous_score: float | None, stagnant_generations: int, valid: bool
 ) -> str:
@@ -134,10 +148,12 @@ def render_openevolve_user(
     artifacts: str = "",
     evolution_history: str = NO_HISTORY,
     feature_dimensions: str = NO_FEATURE_DIMENSIONS,
+    template: str = TEMPLATE_NAME,
 ) -> str:
-    """Fill the verbatim OpenEvolve user-message template."""
+    """Fill the verbatim OpenEvolve user-message template (full rewrite; ``template=
+    DIFF_TEMPLATE_NAME`` for the SEARCH/REPLACE mode, whose Task section is ours)."""
     return fill(
-        load_template(TEMPLATE_NAME),
+        load_template(template),
         {
             "fitness_score": format_fitness(fitness_score),
             "feature_coords": feature_coords,

@@ -37,6 +37,11 @@ def load_template(name: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
+def has_template(name: str) -> bool:
+    """Whether template ``name`` ships with basevolve (e.g. a per-task system block)."""
+    return resources.files("basevolve.prompts").joinpath("templates", f"{name}.txt").is_file()
+
+
 def placeholders(template: str) -> list[str]:
     """Names of the ``{name}`` placeholders of ``template``, in order of first use."""
     seen: dict[str, None] = {}

@@ -1,8 +1,9 @@
 """Within-trajectory parent-sampling protocols (paper, Section 3; docs/design.md ``protocols/``).
 
 ``PROTOCOLS.get(name)(task=..., breadth=N, trajectory=i)`` builds one protocol per
-trajectory.  Built-ins: ``greedy``.  Island protocols (OpenEvolve / CodeEvolve /
-ShinkaEvolve style) subclass :class:`Protocol` and register themselves here.
+trajectory.  Built-ins: ``greedy`` and the island protocols ``openevolve``, ``codeevolve`` and
+``shinkaevolve`` (:mod:`basevolve.protocols.island_base`, population in
+:mod:`basevolve.protocols.islands`).
 
 Engine loop, per trajectory (one protocol each; BaSE runs K of them)::
 
@@ -32,20 +33,26 @@ from basevolve.protocols.base import (
     ProtocolStateError,
     Told,
 )
+from basevolve.protocols.codeevolve import CodeEvolveProtocol
 from basevolve.protocols.greedy import GreedyProtocol, HistoryOptions
+from basevolve.protocols.openevolve import OpenEvolveProtocol
 from basevolve.protocols.params import Param, split_assignments
+from basevolve.protocols.shinkaevolve import ShinkaEvolveProtocol
 
 __all__ = [
     "PROTOCOLS",
     "PURPOSES",
     "TEXT_PURPOSES",
     "Child",
+    "CodeEvolveProtocol",
     "GreedyProtocol",
     "HistoryOptions",
+    "OpenEvolveProtocol",
     "Param",
     "Proposal",
     "Protocol",
     "ProtocolStateError",
+    "ShinkaEvolveProtocol",
     "Told",
     "split_assignments",
 ]

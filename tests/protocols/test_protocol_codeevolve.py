@@ -1,0 +1,146 @@
+"""CodeEvolve-style protocol: explore/exploit ratio, roulette by rank, alive sets,
+per-island ring migration, lineage chat, meta-prompting, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from island_sim import drive
+from protocol_fakes import ISLAND_INITIAL, IslandTask
+from scipy import stats
+
+from basevolve.protocols import PROTOCOLS, Child
+
+ALPHA = 0.001
+
+
+def make(seed: int = 0, **params) -> object:
+    task = IslandTask()
+    proto = PROTOCOLS.get("codeevolve")(task=task, rng=np.random.default_rng(seed), **params)
+    proto.set_initial(Child(1, ISLAND_INITIAL, 0.5, True, None))
+    return proto
+
+
+def prog(value: float) -> str:
+    return ISLAND_INITIAL.replace("return 0.5", f"return {value!r}")
+
+
+def sr(old: float, new: float) -> str:
+    return f"<<<<<<< SEARCH\n    return {old!r}\n=======\n    return {new!r}\n>>>>>>> REPLACE"
+
+
+def test_defaults_and_every_island_holds_the_initial_program():
+    proto = make()
+    p = proto.params
+    assert (p["num_islands"], p["max_size"], p["init_pop"], p["exploration_rate"]) == (5, 40, 6, 0.3)
+    assert (p["num_inspirations"], p["max_chat_depth"], p["migration_interval"]) == (3, 3, 40)
+    assert p["meta_prompting"] is True
+    assert [proto.pop.size(i) for i in range(5)] == [1] * 5
+
+
+def test_exploration_rate_binomial():
+    proto = make(num_islands=1, init_pop=0, meta_prompting=False)
+    for v in (0.1, 0.2, 0.3):
+        proto.insert(Child(2, prog(v), v, True, None), 0, None)
+    n = 4000
+    kinds = [proto.ask().meta["kind"] for _ in range(n)]
+    explore = kinds.count("explore")
+    assert kinds.count("explore") + kinds.count("exploit") == n
+    assert stats.binomtest(explore, n, 0.3).pvalue > ALPHA
+
+
+def test_roulette_by_rank_frequencies():
+    """Exploitation parents: P(rank r) ∝ 1/(1+r) over the alive set, chi-square."""
+    proto2 = make(num_islands=1, init_pop=0, exploration_rate=0.0, meta_prompting=False)
+    for i, v in enumerate((0.9, 0.1, 0.7, 0.3)):
+        proto2.insert(Child(10 + i, prog(v), v, True, None), 0, None)
+    ranked = proto2.pop.ranked(0)
+    w = np.array([1 / (1 + r) for r in range(len(ranked))])
+    n = 6000
+    counts = {m.program_id: 0 for m in ranked}
+    for _ in range(n):
+        counts[proto2.ask().parent_id] += 1
+    observed = np.array([counts[m.program_id] for m in ranked])
+    assert stats.chisquare(observed, w / w.sum() * n).pvalue > ALPHA
+
+
+def test_alive_set_replaces_worst_if_at_least_as_fit():
+    proto = make(num_islands=1, max_size=3)
+    a = proto.insert(Child(2, prog(0.2), 0.2, True, None), 0)
+    b = proto.insert(Child(3, prog(0.7), 0.7, True, None), 0)
+    assert proto.pop.size(0) == 3
+    c = proto.insert(Child(4, prog(0.2), 0.2, True, None), 0)  # ties the worst alive (a)
+    alive = set(proto.pop.islands[0])
+    assert a.uid not in alive and c.uid in alive and b.uid in alive
+    d = proto.insert(Child(5, prog(0.1), 0.1, True, None), 0)  # worse: stored dead
+    assert d.uid not in proto.pop.islands[0] and d.uid in proto.pop.members
+
+
+def test_per_island_migration_copies_only_programs_found_there():
+    proto = make(num_islands=3, migration_rate=0.5)
+    proto.insert(Child(2, prog(0.9), 0.9, True, None), 1)
+    proto.insert(Child(3, prog(0.8), 0.8, True, None), 1)
+    proto.migrate(1)
+    moved = sorted((m.program_id, m.island) for m in proto.pop.members.values() if m.migrant)
+    # island 1 has 3 alive (initial copy + 2): max(1, floor(1.5)) = 1 migrant, its best
+    assert moved == [(2, 0), (2, 2)]
+    copy = next(m for m in proto.pop.members.values() if m.migrant)
+    assert copy.parent_uid is None and "prompt" not in copy.meta  # links dropped
+
+
+def test_meta_prompt_call_then_code_call_with_edited_prompt():
+    proto = make(num_islands=1)
+    meta = proto.ask()
+    assert meta.purpose == "meta_prompt" and "PROMPT-BLOCK-START" in meta.messages[1]["content"]
+    line = IslandTask().system_message
+    edit = f"<<<<<<< SEARCH\n{line}\n=======\nYou are a careful fake-task expert.\n>>>>>>> REPLACE"
+    proto.tell_text(meta, edit)
+    code = proto.ask()
+    assert code.purpose == "mutation" and code.meta["meta_prompt_applied"] is True
+    system = code.messages[0]["content"]
+    assert system.startswith("You are a careful fake-task expert.")
+    assert "PROMPT-BLOCK" not in system and "# TASK: CODE EVOLUTION" in system
+    assert "- Time limit: 5 seconds maximum execution time" in system
+    meta2 = proto.ask()
+    proto.tell_text(meta2, "I would not change anything.")  # failed edit: base prompt kept
+    code2 = proto.ask()
+    assert code2.meta["meta_prompt_applied"] is False and code2.meta["prompt"] == 0
+    assert len(proto.prompts[0]) == 2
+
+
+def test_lineage_chat_replays_ancestors_with_their_edits():
+    proto = make(num_islands=1, init_pop=0, exploration_rate=0.0, num_inspirations=0,
+                 meta_prompting=False, max_chat_depth=2)
+    a = proto.insert(Child(2, prog(0.6), 0.6, True, None), 0, proto.roots[0])
+    b = proto.insert(Child(3, prog(0.7), 0.7, True, None), 0, a.uid)
+    c = proto.insert(Child(4, prog(0.8), 0.8, True, None), 0, b.uid)
+    for _ in range(200):
+        p = proto.ask()
+        if p.parent_id == 4:
+            break
+    assert p.parent_id == 4 and c.generation == 3
+    roles = [m["role"] for m in p.messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "return 0.6" in p.messages[1]["content"] and sr(0.6, 0.7) in p.messages[2]["content"]
+    assert sr(0.7, 0.8) in p.messages[4]["content"] and "return 0.8" in p.messages[5]["content"]
+
+
+def test_edits_must_stay_inside_the_evolve_block():
+    proto = make(meta_prompting=False)
+    p = proto.ask()
+    assert p.meta["format"] == "diff" and p.meta["confine"] is True
+    outside = proto.parse_reply(p, "<<<<<<< SEARCH\nimport math\n=======\nimport os\n>>>>>>> REPLACE")
+    assert outside.code is None and "outside" in outside.error
+    ok = proto.parse_reply(p, sr(0.5, 0.75))
+    assert ok.code == prog(0.75)
+
+
+@pytest.mark.parametrize("meta_prompting", [True, False])
+def test_seeded_determinism(meta_prompting):
+    def run(seed):
+        proto = make(seed, meta_prompting=meta_prompting, init_pop=2)
+        return [json.dumps(p.messages) for p in drive(proto, 60, seed=2, in_flight=3, junk_every=7)]
+
+    assert run(3) == run(3) and run(3) != run(4)
