@@ -59,7 +59,7 @@ def test_search_text_absent_names_closest_line():
 
 def test_edit_outside_evolve_block_rejected_even_if_text_exists_only_there():
     res = apply(sr("def main():\n", "def main2():\n"))
-    assert res.code is None and "outside the EVOLVE-BLOCKs" in res.error
+    assert res.code is None and "outside the EVOLVE-BLOCK-START" in res.error
     # unconfined (OpenEvolve diff mode) the same edit applies
     assert apply_search_replace(PROGRAM, sr("def main():\n", "def main2():\n")).code
 
