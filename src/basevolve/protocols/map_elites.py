@@ -43,6 +43,7 @@ class FeatureSpace:
         self.bins = bins
         self.reference_size = reference_size
         self.reference: list[str] = []
+        self._ref_stats: list[tuple[int, int, frozenset[str]]] = []
         self.lo: dict[str, float] = {}
         self.hi: dict[str, float] = {}
         self._cache: OrderedDict[str, float] = OrderedDict()
@@ -53,8 +54,12 @@ class FeatureSpace:
         if hit is not None:
             self._cache.move_to_end(code)
             return hit
-        others = [r for r in self.reference if r != code]
-        value = sum(fast_diversity(code, r) for r in others) / len(others) if others else 0.0
+        # fast_diversity against each reference, with the reference sides precomputed
+        n, lines, chars = len(code), code.count("\n"), frozenset(code)
+        dists = [0.1 * abs(n - rn) + 10.0 * abs(lines - rl) + 0.5 * len(chars ^ rc)
+                 for r, (rn, rl, rc) in zip(self.reference, self._ref_stats, strict=True)
+                 if r != code]
+        value = sum(dists) / len(dists) if dists else 0.0
         self._cache[code] = value
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -64,6 +69,7 @@ class FeatureSpace:
         """Grow the reference set with a new distinct program while it is small."""
         if len(self.reference) < self.reference_size and code not in self.reference:
             self.reference.append(code)
+            self._ref_stats.append((len(code), code.count("\n"), frozenset(code)))
             self._cache.clear()  # reference changed: cached means are stale
 
     def raw(self, code: str, fitness: float, metrics: Mapping[str, float] | None) -> dict[str, float]:

@@ -53,6 +53,7 @@ class VectorTable:
             return 0.0, None
         v = ngram_vector(text, dim=self.dim)
         top = max(uids) + 1
-        sims = (self.rows[:top] @ v)[np.asarray(uids)]
+        # einsum, not BLAS matmul: one thread, no thread start-up (~4x less CPU here)
+        sims = np.einsum("ij,j->i", self.rows[:top], v)[np.asarray(uids)]
         i = int(np.argmax(sims))
         return float(sims[i]), uids[i]

@@ -45,6 +45,7 @@ characters [prompt.suggest_simplification_after_chars].
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from basevolve.errors import ConfigError
@@ -173,9 +174,9 @@ class OpenEvolveProtocol(IslandProtocol):
             return
         owners = {u for g in self.grids for u in g.values()}
         protected = {newest, self.pop.best_uid}
-        on = [self.pop.members[u] for isl in self.pop.islands for u in isl if u not in protected]
-        on.sort(key=lambda m: (m.uid in owners, m.fitness, m.born))
-        for m in on[:excess]:
+        on = (self.pop.members[u] for isl in self.pop.islands for u in isl if u not in protected)
+        # the worst first: non-owners before cell owners, then lower fitness, then older
+        for m in heapq.nsmallest(excess, on, key=lambda m: (m.uid in owners, m.fitness, m.born)):
             self.pop.remove(m.uid)
 
     def _on_child(self, proposal: Proposal, call: Call, child: Child, reply: str | None) -> None:

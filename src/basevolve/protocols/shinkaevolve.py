@@ -136,7 +136,7 @@ class ShinkaEvolveProtocol(IslandProtocol):
         super().set_initial(child)
         self._reset()
 
-    def insert(self, child: Child, island: int, parent_uid: int | None) -> Member:
+    def insert(self, child: Child, island: int, parent_uid: int | None = None) -> Member:
         m = self.pop.add(program_id=child.program_id, code=child.code or "", score=child.score,
                          valid=child.valid, island=island, parent_uid=parent_uid,
                          error=child.error)
