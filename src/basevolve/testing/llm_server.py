@@ -58,6 +58,8 @@ from basevolve.testing._handler import make_handler
 from basevolve.testing.faults import Fault
 
 ReplyFn = Callable[[dict[str, Any], int], str]
+#: ``--reply-function`` names -> functions of :mod:`basevolve.testing.replies`
+REPLY_FUNCTIONS = {"island": "island_reply", "packing": "seeded_packing_reply"}
 
 
 class LatencyModel(Protocol):
@@ -364,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--replies-file", help="JSON list of reply strings (cycled)")
+    parser.add_argument("--reply-function", choices=sorted(REPLY_FUNCTIONS),
+                        help="a named reply function of basevolve.testing.replies instead")
     parser.add_argument("--prompt-tokens", type=int)
     parser.add_argument("--cached-tokens", type=int)
     parser.add_argument("--completion-tokens", type=int)
@@ -374,8 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             replies = json.load(fh)
         if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
             parser.error(f"{args.replies_file} must hold a JSON list of strings")
+    chosen: Sequence[str] | ReplyFn | None = replies
+    if args.reply_function:
+        from basevolve.testing import replies as reply_module
+
+        chosen = getattr(reply_module, REPLY_FUNCTIONS[args.reply_function])
     srv = LLMTestServer(
-        replies,
+        chosen,
         latency_s=args.latency,
         port=args.port,
         prompt_tokens=args.prompt_tokens,

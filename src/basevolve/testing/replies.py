@@ -6,11 +6,17 @@ request's ``seed``.  The engine derives each call's seed from the run seed and t
 index, so rewards differ between calls (bandits have something to learn) yet a repeated
 sequential run with the same seed sees the same rewards (reproducibility tests).
 Shared by the BaSE end-to-end tests, the replay tests and the BaSE benchmark.
+
+:func:`island_reply` answers island-protocol requests in the format each asks for
+(full rewrite, SEARCH/REPLACE, NAME/DESCRIPTION/DIFF or CODE, judge verdicts,
+meta-prompt edits) on MinMaxDist programs, deterministically from the request's seed;
+one request in six gets an unusable reply so retries and score-0 children occur.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 PACKING_PROGRAM = '''import numpy as np
@@ -81,3 +87,48 @@ class ArmMarkedReplies:
         if arm is not None:
             program = f"# arm: {arm}\n" + program
         return "```python\n" + program + "```\n"
+
+
+_FENCED = re.compile(r"```python\n(.*?)```", re.S)
+_REGION_START, _REGION_END = "    rng = np.random.default_rng(", "    return points"
+
+
+def _h(seed: Any, salt: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{salt}:{seed}".encode()).digest()[:4], "big")
+
+
+def island_reply(body: dict[str, Any], index: int) -> str:
+    """A format-aware reply for island protocols on the ``min_max_distance`` task.
+
+    Code replies rewrite the region from the ``rng = ...`` line to ``return points`` of
+    the last MinMaxDist program in the prompt (the parent) with a new seed and scaling.
+    """
+    msgs = body.get("messages") or []
+    system = str(msgs[0].get("content", "")) if msgs else ""
+    seed = body.get("seed")
+    if "NOVEL or NOT NOVEL" in system:
+        return "NOVEL: a different idea" if _h(seed, "judge") % 2 else "NOT NOVEL: same idea"
+    users = [str(m.get("content", "")) for m in msgs if m.get("role") == "user"]
+    if "prompt engineer" in system:
+        line = users[-1].split("PROMPT-BLOCK-START\n", 1)[-1].split("\n", 1)[0]
+        return f"<<<<<<< SEARCH\n{line}\n=======\n{line} Think step by step.\n>>>>>>> REPLACE"
+    if _h(seed, "junk") % 6 == 0:
+        return "I am not sure how to improve this program."
+    programs = [c for u in users for c in _FENCED.findall(u) if "EVOLVE-BLOCK-START" in c]
+    parent = programs[-1] if programs else ""
+    start, end = parent.find(_REGION_START), parent.find(_REGION_END)
+    if start < 0 or end < start:
+        return "The program has no seed line to change."
+    k = _h(seed, "new")
+    region = (f"{_REGION_START}{k % 100000})\n    points = rng.normal(size=(16, 2))\n"
+              f"    points = points * np.array([1.0, {0.5 + (k % 1000) / 1000:.3f}])  # v{k % 97}\n")
+    new_code = parent[:start] + region + parent[end:]
+    diff = f"<<<<<<< SEARCH\n{parent[start:end]}=======\n{region}>>>>>>> REPLACE\n"
+    if "<DIFF>" in system:
+        return f"<NAME>reseed</NAME>\n<DESCRIPTION>New seed.</DESCRIPTION>\n<DIFF>\n{diff}</DIFF>"
+    if "<CODE>" in system:
+        return (f"<NAME>reseed</NAME>\n<DESCRIPTION>New seed.</DESCRIPTION>\n<CODE>\n"
+                f"```python\n{new_code}```\n</CODE>")
+    if "<<<<<<< SEARCH" in system or "<<<<<<< SEARCH" in (users[-1] if users else ""):
+        return diff
+    return f"```python\n{new_code}```\n"
