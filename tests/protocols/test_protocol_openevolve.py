@@ -129,9 +129,9 @@ def test_seeded_determinism_and_async_in_flight():
 def test_prompt_has_real_coordinates_history_and_artifacts():
     proto = make(num_islands=1)
     proto.place(Child(2, prog(0.7), 0.7, False, "ValueError: bad shape"), 0)
-    for v in (0.2, 0.3, 0.4):
-        proto.place(Child(3, prog(v, pad=int(v * 30)), v, True, None), 0)
-    msgs = [proto.ask().messages for _ in range(12)]
+    for v, pad in ((0.2, 60), (0.3, 8), (0.4, 20), (0.25, 35), (0.35, 45)):
+        proto.place(Child(3, prog(v, pad=pad), v, True, None), 0)  # distinct cells
+    msgs = [proto.ask().messages for _ in range(40)]
     user = "\n".join(m[1]["content"] for m in msgs)
     assert "- Feature coordinates: complexity=" in user and "diversity=" in user
     assert "## Previous Attempts" in user and "## Top Performing Programs" in user

@@ -216,7 +216,10 @@ class OpenEvolveProtocol(IslandProtocol):
             return pop.choice(members)
         return pop.choice(members, (max(m.fitness, 0.001) for m in members))
 
-    def sample_inspirations(self, parent: Member, island: int) -> list[Member]:
+    def sample_inspirations(self, parent: Member, island: int,
+                            exclude: frozenset[int] = frozenset()) -> list[Member]:
+        """OpenEvolve's inspiration order; ``exclude``: programs already shown as top
+        programs (the prompt shows distinct programs)."""
         pop, n = self.pop, self.params["num_diverse_programs"]
         if n <= 0:
             return []
@@ -224,7 +227,8 @@ class OpenEvolveProtocol(IslandProtocol):
         chosen: list[Member] = []
 
         def take(m: Member | None) -> None:
-            if m is not None and m.uid != parent.uid and m not in chosen and len(chosen) < n:
+            if m is not None and m.uid != parent.uid and m not in chosen and len(chosen) < n \
+                    and m.uid not in exclude:
                 chosen.append(m)
 
         ranked = sorted(members, key=lambda m: m.rank_key, reverse=True)
@@ -242,7 +246,8 @@ class OpenEvolveProtocol(IslandProtocol):
                 uid = grid.get(near)
                 if uid is not None and uid in pop.islands[members[0].island]:
                     take(pop.members[uid])
-        rest = [m for m in members if m.uid != parent.uid and m not in chosen]
+        rest = [m for m in members if m.uid != parent.uid and m not in chosen
+                and m.uid not in exclude]
         while len(chosen) < n and rest:
             take(rest.pop(int(self.rng.integers(len(rest)))))
         return chosen
@@ -252,7 +257,8 @@ class OpenEvolveProtocol(IslandProtocol):
         island = self._fresh_asks % self.params["num_islands"]
         self._fresh_asks += 1
         parent = self.sample_parent(island)
-        inspirations = self.sample_inspirations(parent, island)
+        top = self.top_programs(island)
+        inspirations = self.sample_inspirations(parent, island, frozenset(m.uid for m in top))
         diff = self.params["mode"] == "diff"
         messages = build_openevolve_messages(
             system_message=self.task.system_message, current_program=parent.code,
@@ -260,7 +266,7 @@ class OpenEvolveProtocol(IslandProtocol):
             feature_coords=self.feature_coords(parent),
             improvement_areas=self.focus_areas(parent),
             artifacts=format_artifacts(parent.error, parent.meta.get("output")),
-            evolution_history=self.history(island, inspirations),
+            evolution_history=self.history(top, inspirations),
             feature_dimensions=", ".join(self.dims),
             template=DIFF_TEMPLATE_NAME if diff else TEMPLATE_NAME)
         meta = {"island": island, "parent_island": parent.island, "format":
@@ -305,14 +311,16 @@ class OpenEvolveProtocol(IslandProtocol):
     def _outcome(self, m: Member) -> str:
         parent = self.pop.members.get(m.parent_uid) if m.parent_uid is not None else None
         if parent is None:
-            return "initial program"
+            return "initial program" if m.program_id == self.initial.program_id else "a root"
         verdict = ("improved" if m.fitness > parent.fitness else
                    "regressed" if m.fitness < parent.fitness else "unchanged")
         return f"{verdict} vs its parent ({format_fitness(parent.fitness)})"
 
-    def history(self, island: int, inspirations: list[Member]) -> str:
+    def top_programs(self, island: int) -> list[Member]:
         ranked = self.pop.ranked(island) or self.pop.ranked(0)
-        top = ranked[: self.params["num_top_programs"]]
+        return ranked[: self.params["num_top_programs"]]
+
+    def history(self, top: list[Member], inspirations: list[Member]) -> str:
         attempts = format_previous_attempts([self._entry(m, self._outcome(m)) for m in top])
         rest = format_evolution_history([self._entry(m) for m in top],
                                         [self._entry(m) for m in inspirations],
