@@ -70,7 +70,7 @@ import numpy as np
 
 from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
-from basevolve.engine.state import CallJob, Pull, call_seed
+from basevolve.engine.state import CallJob, Pull, call_seed, child_from_row, program_output
 from basevolve.errors import BudgetError, LLMError
 from basevolve.llm.flops import attempt_flops, call_flops
 from basevolve.llm.settings import LLMSettings
@@ -82,6 +82,13 @@ from basevolve.tasks.base import Task
 
 MAX_CONSECUTIVE_FAILURES = 3  # failed calls in a row before the run is failed cleanly
 OUTPUT_KEEP = 4000  # characters of program stdout/stderr kept in the store
+
+
+def _child(pid: int, code: str | None, ev: Evaluation) -> Child:
+    """What the protocol is told about an evaluated program (metrics and output
+    included: OpenEvolve-style feature dimensions and artifacts read them)."""
+    return Child(pid, code, ev.score, ev.valid, ev.error, metrics=dict(ev.metrics) or None,
+                 output=program_output(ev.stdout[:OUTPUT_KEEP], ev.stderr[:OUTPUT_KEEP]))
 
 
 class Engine:
@@ -178,13 +185,12 @@ class Engine:
         rows = self.store.query(
             "SELECT * FROM programs WHERE run_id=? AND is_initial=1", (self.run_id,))
         if rows:
-            r = rows[0]
-            child = Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"])
+            child = child_from_row(rows[0])
         else:
             code = self.task.initial_program
             ev = await self.evaluator.evaluate(code)
             pid = self._insert_program(code, ev, generation=0, is_initial=1)
-            child = Child(pid, code, ev.score, ev.valid, ev.error)
+            child = _child(pid, code, ev)
         for p in self.protocols:
             p.set_initial(child)
 
@@ -327,7 +333,9 @@ class Engine:
     def parse(self, job: CallJob, text: str) -> ParsedProgram:
         """The reply's program, as the trajectory's protocol reads it (full rewrite with
         the task's entry function preferred; diff protocols apply their edits)."""
-        return self.protocols[job.pull.trajectory].parse_reply(job.proposal, text)
+        proto = self.protocols[job.pull.trajectory]
+        proto.observe_reply(job.proposal, text)
+        return proto.parse_reply(job.proposal, text)
 
     def _evaluate_or_record(self, job: CallJob, code: str | None, error: str | None) -> None:
         if code is None:
@@ -351,7 +359,7 @@ class Engine:
         pid = self._insert_program(code, ev, generation=p.generation, call_id=job.call_id,
                                    seq=self.store.next_seq(self.run_id),
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
-        self.protocols[job.pull.trajectory].tell(p, Child(pid, code, ev.score, ev.valid, ev.error))
+        self.protocols[job.pull.trajectory].tell(p, _child(pid, code, ev))
         self.children += 1
         self.valid_children += int(ev.valid)
         self._pull_told(job.pull)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from basevolve.engine.state import CallJob
+from basevolve.engine.state import CallJob, child_from_row
 from basevolve.errors import StoreError
-from basevolve.protocols import Child, Proposal
+from basevolve.protocols import Proposal
 
 if TYPE_CHECKING:
     from basevolve.engine.core import Engine
@@ -47,6 +47,7 @@ def _events(engine: Engine) -> list[tuple[int, str, Any]]:
 def replay_into(engine: Engine) -> None:
     """Bring a freshly built engine (initial program set) to the stored state."""
     jobs: dict[int, CallJob] = {}
+    texts: dict[int, str | None] = {}  # stored replies, for Protocol.observe_reply
     calls: list[Any] = []
     told: set[int] = set()
     for seq, kind, r in _events(engine):
@@ -67,6 +68,7 @@ def replay_into(engine: Engine) -> None:
             else:
                 proposal = jobs[r["reissue_of"]].proposal
             jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"])
+            texts[r["call_id"]] = r["text"]
             calls.append(r)
         elif kind == "text":  # a judge/meta reply handed to the protocol
             job = jobs[r["call_id"]]
@@ -75,7 +77,8 @@ def replay_into(engine: Engine) -> None:
             told.add(r["call_id"])
         else:
             job = jobs[r["call_id"]]
-            child = Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"])
+            child = child_from_row(r)
+            engine.protocols[t].observe_reply(job.proposal, texts.get(r["call_id"]) or "")
             engine.protocols[t].tell(job.proposal, child)
             engine.children += 1
             engine.valid_children += int(child.valid)

@@ -10,9 +10,11 @@ calls have been evaluated, with the reward of the trajectory's best after the pu
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
+from typing import Any
 
-from basevolve.protocols import Proposal
+from basevolve.protocols import Child, Proposal
 
 
 def call_seed(run_seed: int, call_index: int) -> int:
@@ -49,3 +51,17 @@ class CallJob:
     proposal: Proposal
     pull: Pull
     seed: int
+
+
+def program_output(stdout: str, stderr: str) -> str | None:
+    """A program's stdout and stderr as one text for the protocol (``None`` if silent)."""
+    parts = [f"{name}:\n{text.strip()}" for name, text in (("stdout", stdout), ("stderr", stderr))
+             if text and text.strip()]
+    return "\n".join(parts) or None
+
+
+def child_from_row(r: Any) -> Child:
+    """The :class:`Child` a stored ``programs`` row tells (initial program and resume)."""
+    metrics = json.loads(r["metrics_json"]) if r["metrics_json"] else None
+    return Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"],
+                 metrics=metrics, output=program_output(r["stdout"] or "", r["stderr"] or ""))

@@ -62,6 +62,8 @@ class Child:
     score: float
     valid: bool
     error: str | None = None
+    metrics: dict[str, float] | None = None  # the trusted scorer's raw metrics
+    output: str | None = None  # the program's stdout/stderr (OpenEvolve's "artifacts")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -308,6 +310,15 @@ class Protocol(ABC):
 
     @abstractmethod
     def _tell(self, proposal: Proposal, child: Child) -> None: ...
+
+    def observe_reply(self, proposal: Proposal, reply_text: str) -> None:  # noqa: B027
+        """Hook: the raw reply to a program proposal, before its :meth:`tell`.
+
+        The engine calls it with every ``parse_reply`` and, on resume, for every stored
+        reply whose child is replayed (``parse_reply`` is not run again then), so a
+        protocol that continues a conversation with the failed reply (ShinkaEvolve-style
+        patch retries) rebuilds the same messages after a crash.  Default: ignored.
+        """
 
     def _cancel(self, proposal: Proposal) -> None:  # noqa: B027 - optional hook
         """Hook: undo the bookkeeping of an asked-but-lost proposal."""
