@@ -59,6 +59,7 @@ def one_call(proto: Protocol, i: int, rng: np.random.Generator) -> None:
     if p.purpose in TEXT:
         proto.tell_text(p, text)
         return
+    proto.observe_reply(p, text)
     parsed = proto.parse_reply(p, text)
     score = float(rng.random())
     child = (Child(i, parsed.code, score, True, None) if parsed.code is not None

@@ -66,6 +66,7 @@ def drive(proto: Protocol, calls: int, *, seed: int = 0, in_flight: int = 1,
         if p.purpose in TEXT_PURPOSES:
             proto.tell_text(p, reply)
             continue
+        proto.observe_reply(p, reply)
         parsed = proto.parse_reply(p, reply)
         pid += 1
         v = value_of(parsed.code)

@@ -36,7 +36,7 @@ def test_registered_with_paper_defaults():
     assert proto.pop.size(0) == 1 and all(proto.pop.size(i) == 0 for i in range(1, 5))
     with pytest.raises(ConfigError, match="exploration_ratio \\+ exploitation_ratio"):
         make(exploration_ratio=0.5, exploitation_ratio=0.6)
-    with pytest.raises(ConfigError, match="unknown parameter"):
+    with pytest.raises(ConfigError, match="unknown --protocol-param 'islands'"):
         make(islands=3)
 
 
@@ -149,3 +149,15 @@ def test_diff_mode_parses_search_replace_and_reports_failures():
     assert ok.code is not None and "return 0.9" in ok.code
     bad = proto.parse_reply(p, "<<<<<<< SEARCH\n    return 7\n=======\n    return 0.9\n>>>>>>> REPLACE")
     assert bad.code is None and "not found" in bad.error
+
+
+def test_task_metric_feature_and_output_artifacts():
+    proto = make(num_islands=1, feature_dimensions="min_dist,score", feature_bins=4)
+    m = proto.place(Child(2, prog(0.7), 0.7, True, None, metrics={"min_dist": 0.25},
+                          output="stdout:\nsum of radii: 0.7"), 0)
+    assert m.meta["raw"] == {"min_dist": 0.25, "score": 0.7}
+    assert proto.pop.on_island(0)[0].meta["raw"]["min_dist"] == 0.0  # lacks the metric
+    texts = [proto.ask().messages[1]["content"] for _ in range(30)]
+    shown = [t for t in texts if "- Fitness: 0.7000" in t]
+    assert shown and all("### output\n```\nstdout:\nsum of radii: 0.7" in t for t in shown)
+    assert all("min_dist=" in t and "score=" in t for t in shown)

@@ -110,6 +110,7 @@ def test_retries_are_fix_calls_then_resamples_then_give_up():
     p = proto.ask()
     assert p.purpose == "mutation"
     reply = "I cannot do it"
+    proto.observe_reply(p, reply)  # the engine hands every reply over before parsing
     parsed = proto.parse_reply(p, reply)
     assert parsed.code is None
     proto.tell(p, Child(2, None, 0.0, False, parsed.error))

@@ -34,9 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", default="", help="name of the run (default: generated)")
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
     p.add_argument("--max-tokens", type=int, help="completion token cap per call")
-    p.add_argument("--protocol", default="greedy", help="parent-sampling protocol (default greedy)")
+    from basevolve.protocols import PROTOCOLS  # the registry lists the choices
+
+    p.add_argument("--protocol", default="greedy",
+                   help=f"parent-sampling protocol: {', '.join(PROTOCOLS.names())} "
+                        "(default greedy; see docs/protocols.md)")
     p.add_argument("--protocol-param", action="append", metavar="KEY=VALUE", default=None,
-                   help="a declared parameter of the protocol (repeatable), e.g. n_islands=4")
+                   help="a declared parameter of the protocol (repeatable), e.g. "
+                        "num_islands=4; an unknown key lists the known ones")
     p.add_argument("--allocator", default="single", help="BaSE allocator (default single)")
     p.add_argument("--arms", type=int, default=1, help="K trajectories (default 1)")
     p.add_argument("--pull", choices=PULL_MODES, default="call",

@@ -92,6 +92,7 @@ def shinkaevolve(task: Task, kind: str) -> list[dict[str, str]]:
     if kind == "fix":
         reply = "<NAME>x</NAME><DIFF>\n<<<<<<< SEARCH\nnot in the program\n=======\n" \
                 "y = 1\n>>>>>>> REPLACE\n</DIFF>"
+        proto.observe_reply(p, reply)
         parsed = proto.parse_reply(p, reply)
         proto.tell(p, Child(40, None, 0.0, False, parsed.error))
         return proto.ask().messages

@@ -26,12 +26,12 @@ ask/tell sequence rebuilds the same population on resume.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from basevolve.errors import ConfigError
 from basevolve.prompts import (
     ParsedProgram,
     parse_diff_reply,
@@ -66,20 +66,29 @@ class IslandProtocol(Protocol):
                  **params: Any) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
                          asynchronous=True)
-        declared = {p.name for p in self.PARAMS}
-        unknown = sorted(set(params) - declared)
-        if unknown:
-            raise ConfigError(f"unknown parameter(s) {', '.join(unknown)} for protocol "
-                              f"{self.name!r}; known: {', '.join(sorted(declared))}")
         values = {p.name: p.default for p in self.PARAMS}
-        values.update(params)
-        self.params: dict[str, Any] = self.parse_params(values)
+        values.update(self.parse_params(params))
+        self.params: dict[str, Any] = values
         self.rng: np.random.Generator = rng if rng is not None else np.random.default_rng(
             [0, trajectory])
         self._asks = 0
         self._ctx: dict[tuple[int, int], Call] = {}
         self._followups: deque[Call] = deque()
         self._replies: dict[tuple[int, int], str] = {}
+
+    @classmethod
+    def parse_params(cls, raw: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Typed values of the given keys (see :mod:`basevolve.protocols.params`), plus
+        the protocol's checks across parameters on the values with defaults filled in,
+        so a bad combination is refused when the run config is built, before anything is
+        stored."""
+        given = super().parse_params(raw)
+        cls.check_params({**{p.name: p.default for p in cls.PARAMS}, **given})
+        return given
+
+    @classmethod
+    def check_params(cls, values: dict[str, Any]) -> None:
+        """Hook: raise :class:`ConfigError` for an inconsistent combination."""
 
     # ------------------------------------------------------------------ skeleton
     @property
@@ -120,9 +129,13 @@ class IslandProtocol(Protocol):
         self._followups.append(call)
 
     # ------------------------------------------------------------------ parsing
-    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
-        """Parse by ``proposal.meta["format"]``; remember the reply for a retry turn."""
+    def observe_reply(self, proposal: Proposal, reply_text: str) -> None:
+        """Remember the reply until its tell (a patch retry continues the conversation
+        with it; on resume the engine hands over the stored reply)."""
         self._replies[proposal.key] = reply_text
+
+    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """Parse by ``proposal.meta["format"]`` with the one strict applier."""
         fmt = proposal.meta.get("format", "full")
         task = self.task
         if fmt == "diff":

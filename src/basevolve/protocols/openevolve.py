@@ -65,6 +65,10 @@ from basevolve.protocols.islands import IslandPopulation, Member
 from basevolve.protocols.map_elites import FeatureSpace
 
 
+def _dims(text: str) -> tuple[str, ...]:
+    return tuple(d.strip() for d in text.split(",") if d.strip())
+
+
 class OpenEvolveProtocol(IslandProtocol):
     """MAP-Elites islands + archive + three-way parent selection + ring copies."""
 
@@ -99,18 +103,20 @@ class OpenEvolveProtocol(IslandProtocol):
               low=0, high=1_000_000),
     )
 
+    @classmethod
+    def check_params(cls, values: dict[str, Any]) -> None:
+        if values["exploration_ratio"] + values["exploitation_ratio"] > 1.0 + 1e-12:
+            raise ConfigError(
+                f"--protocol-param exploration_ratio + exploitation_ratio must be <= 1 for "
+                f"protocol 'openevolve', got {values['exploration_ratio']} + "
+                f"{values['exploitation_ratio']}; the rest is the fitness-weighted share")
+        if not _dims(values["feature_dimensions"]):
+            raise ConfigError("--protocol-param feature_dimensions must name at least one "
+                              "dimension, e.g. complexity,diversity")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        p = self.params
-        if p["exploration_ratio"] + p["exploitation_ratio"] > 1.0 + 1e-12:
-            raise ConfigError(
-                f"exploration_ratio + exploitation_ratio must be <= 1, got "
-                f"{p['exploration_ratio']} + {p['exploitation_ratio']}; the rest is the "
-                "fitness-weighted share")
-        dims = tuple(d.strip() for d in p["feature_dimensions"].split(",") if d.strip())
-        if not dims:
-            raise ConfigError("feature_dimensions must name at least one dimension, e.g. "
-                              "complexity,diversity")
+        dims = _dims(self.params["feature_dimensions"])
         self.dims = dims
         self._reset()
 
@@ -145,8 +151,10 @@ class OpenEvolveProtocol(IslandProtocol):
                          origin=source.origin if source is not None else None)
         if source is not None:
             m.generation = source.generation
-            m.meta.update({k: v for k, v in source.meta.items() if k in ("output",)})
-        raw = self.features.raw(code, m.fitness, None)
+            m.meta.update({k: v for k, v in source.meta.items() if k in ("output", "metrics")})
+        else:
+            m.meta["output"], m.meta["metrics"] = child.output, child.metrics
+        raw = self.features.raw(code, m.fitness, m.meta.get("metrics"))
         self.features.update(raw)
         cell = self.features.cell(raw)
         m.meta["raw"], m.meta["cell"] = raw, cell

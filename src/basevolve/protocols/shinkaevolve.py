@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from basevolve.errors import ConfigError
 from basevolve.prompts import ParsedProgram, evolve_block_text
 from basevolve.prompts.codeevolve import Shown
 from basevolve.prompts.shinka import (
@@ -107,13 +108,15 @@ class ShinkaEvolveProtocol(IslandProtocol):
               "novel", low=0.0, high=1.0),
     )
 
+    @classmethod
+    def check_params(cls, values: dict[str, Any]) -> None:
+        if values["p_diff"] + values["p_full"] + values["p_cross"] <= 0:
+            raise ConfigError("--protocol-param p_diff + p_full + p_cross must be > 0 for "
+                              "protocol 'shinkaevolve' (they are normalised to sum to 1)")
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         probs = np.array([self.params[k] for k in ("p_diff", "p_full", "p_cross")])
-        if probs.sum() <= 0:
-            from basevolve.errors import ConfigError
-
-            raise ConfigError("p_diff + p_full + p_cross must be > 0")
         self.patch_probs = probs / probs.sum()
         self.system = task_prompt(self.task.name, self.task.system_message)
         self._reset()
