@@ -72,10 +72,12 @@ def dashboard(store: Path) -> Iterator[Dashboard]:
     d.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(store: Path) -> Iterator[object]:
     """Chromium via Playwright.  Depends on ``store`` so the runs (``asyncio.run``) happen
-    before Playwright's sync API starts its event loop in this thread."""
+    before Playwright's sync API starts its event loop in this thread.  Module scope, not
+    session: while Playwright's sync API is open its loop counts as running in this
+    thread, so every later test that calls ``asyncio.run`` (the engine's) would fail."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
