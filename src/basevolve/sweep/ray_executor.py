@@ -82,7 +82,8 @@ def connect(address: str | None) -> RaySession:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"cannot connect to the Ray cluster at {address!r}: "
                           f"{str(exc).splitlines()[0] if str(exc) else exc}; start it with "
-                          "`ray start --head`, or fix --address") from None
+                          "`ray start --head`, or fix --address (a cluster started by `ray "
+                          "start` with Ray >= 2.59 wants RAY_AUTH_MODE=token here too)") from None
     return RaySession(ray, owned=True)
 
 
@@ -127,6 +128,9 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
         sweep.limit_of(ep)) for ep in sweep.endpoints}
     held = ray.get([r.held.remote() for r in runners])  # run ids in each node's scratch
     home = {rid: i for i, ids in enumerate(held) for rid in ids}
+    done = {p.run.run_id for p in planned if p.action == "done"}
+    for rid in set(home) & done:  # imported, but the driver died before it said so
+        runners[home[rid]].forget.remote(rid)
 
     outcomes: dict[str, dict[str, Any]] = {}
     queue = [p for p in planned if p.action != "done"]
