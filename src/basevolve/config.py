@@ -22,6 +22,7 @@ PULL_MODES = ("call", "generation")
 MAX_BUDGET = 1_000_000
 MAX_SEED = 2**63 - 1
 REWARDS = ("best", "improvement")
+CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 
 
 def generate_run_id(task: str) -> str:
@@ -79,6 +80,7 @@ class RunConfig:
     temperature: float = 0.6
     top_p: float = 0.95
     count_failed_attempts: bool = False
+    charge_unanswered: str = "worst"  # FLOPs of sent-but-unanswered attempts (llm/flops.py)
     allocator_params: dict[str, Any] = field(default_factory=dict)
     protocol_params: dict[str, Any] = field(default_factory=dict)
     arm_in_flight: int | None = None
@@ -117,6 +119,9 @@ class RunConfig:
             raise ConfigError(f"--max-tokens must be >= 1, got {self.max_tokens}")
         if self.pull not in PULL_MODES:
             raise ConfigError(f"--pull must be one of {', '.join(PULL_MODES)}, got {self.pull!r}")
+        if self.charge_unanswered not in CHARGE_UNANSWERED:
+            raise ConfigError(f"--charge-unanswered must be one of "
+                              f"{', '.join(CHARGE_UNANSWERED)}, got {self.charge_unanswered!r}")
         if self.reward not in REWARDS:
             raise ConfigError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
         if self.cap is not None and self.cap < 1:

@@ -37,7 +37,8 @@ class AttemptStatus(StrEnum):
     HTTP_ERROR = "http_error"  # 5xx or other non-retryable status
     RATE_LIMITED = "rate_limited"  # 429
     TIMEOUT = "timeout"  # per-attempt timeout
-    CONNECTION_ERROR = "connection_error"
+    CONNECTION_ERROR = "connection_error"  # sent (or maybe sent), then the connection broke
+    NOT_SENT = "not_sent"  # provably never reached a server: refused, DNS, TLS, connect timeout
     BAD_BODY = "bad_body"  # unparseable body
     EMPTY_CHOICES = "empty_choices"
     DEADLINE = "deadline"  # the overall per-call deadline cut the attempt

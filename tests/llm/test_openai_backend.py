@@ -15,6 +15,7 @@ import pytest
 
 from basevolve.errors import ConfigError, LLMError
 from basevolve.llm import LLMSettings, call_flops, make_client
+from basevolve.llm.flops import NoUsagePolicy
 from basevolve.records import AttemptStatus, Usage
 from basevolve.testing import Fault, LLMTestServer
 
@@ -183,7 +184,29 @@ def test_unreachable_endpoint_fails_fast_with_connection_errors() -> None:
     settings = LLMSettings(max_retries=1, backoff_base_s=0.01, call_deadline_s=5.0)
     c = run(make_client("qwen3-1.7b", url, settings=settings).complete(MSG))
     assert not c.ok
-    assert [a.status for a in c.attempts] == [AttemptStatus.CONNECTION_ERROR] * 2
+    # refused: the request provably never reached a server (issue 12, item 2) ...
+    assert [a.status for a in c.attempts] == [AttemptStatus.NOT_SENT] * 2
+    # ... so it costs no FLOPs, whatever the policy for unanswered attempts
+    for policy in NoUsagePolicy:
+        assert call_flops(c, 1.7e9, max_tokens=4096, no_usage=policy) == 0.0
+
+
+def test_sent_but_unanswered_attempt_is_charged_by_policy() -> None:
+    with LLMTestServer(replies=["after stall"]) as srv:
+        srv.inject(Fault.STALL)  # the request arrives, no answer: the attempt times out
+        settings = LLMSettings(max_retries=3, backoff_base_s=0.01, attempt_timeout_s=1.0,
+                               call_deadline_s=20.0, max_tokens=100)
+        c = run(make_client("qwen3-1.7b", srv.base_url, settings=settings).complete(MSG))
+    assert c.ok and c.attempts[0].status is AttemptStatus.TIMEOUT
+    answered = c.attempts[-1].usage
+    assert answered is not None
+    unanswered = len(c.attempts) - 1  # 1, or more when a loaded machine is slow to connect
+    measured = 2 * 1.7e9 * (answered.prompt_tokens - answered.cached_tokens
+                            + answered.completion_tokens)
+    worst = 2 * 1.7e9 * (answered.prompt_tokens + 100)
+    assert call_flops(c, 1.7e9, max_tokens=100) == pytest.approx(measured + unanswered * worst)
+    assert call_flops(c, 1.7e9, max_tokens=100,
+                      no_usage=NoUsagePolicy.EXCLUDE) == pytest.approx(measured)
 
 
 def test_bad_request_is_recorded_but_not_retried() -> None:

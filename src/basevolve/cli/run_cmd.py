@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from basevolve.config import PULL_MODES, REWARDS, RunConfig, depth_from_breadth
+from basevolve.config import CHARGE_UNANSWERED, PULL_MODES, REWARDS, RunConfig, depth_from_breadth
 
 DEFAULT_STORE = "basevolve.sqlite"
 
@@ -55,6 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="allocator reward: trajectory best after the pull, or the improvement")
     p.add_argument("--count-failed-attempts", action="store_true",
                    help="every LLM attempt, failed or not, costs one unit of the budget")
+    p.add_argument("--charge-unanswered", choices=CHARGE_UNANSWERED, default="worst",
+                   help="FLOPs charged for an attempt that was sent but never answered "
+                        "(timeout, dropped connection): worst = prompt + max tokens, none = 0; "
+                        "attempts that never reached a server (refused, DNS, TLS) cost 0 "
+                        "(default: %(default)s)")
     p.add_argument("--out", type=Path, help="output folder (default basevolve-out/RUN_ID)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run to its budget")
     p.add_argument("--allow-task-change", action="store_true",
@@ -88,7 +93,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
-        arm_in_flight=args.arm_in_flight)
+        arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered)
 
 
 def summary_table(s: dict[str, Any]) -> str:
@@ -106,6 +111,7 @@ def summary_table(s: dict[str, Any]) -> str:
         ("tokens prompt / cached / completion",
          f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
         ("effective FLOPs", f"{s['flops']:.4g}"),
+        ("  of which unmeasured", f"{s.get('flops_unmeasured', 0.0):.4g}"),
         ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
         ("store", s["store"]),
     ]
@@ -117,7 +123,7 @@ def summary_table(s: dict[str, Any]) -> str:
 RUN_DEFINING = ("task", "budget", "depth", "breadth", "model", "base_url", "params", "seed",
                 "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
-                "arm_in_flight")
+                "arm_in_flight", "charge_unanswered")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

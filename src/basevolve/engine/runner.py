@@ -63,7 +63,10 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
     spend C+1; with ``max_retries=0`` each call is one attempt and the engine re-issues
     a failed call only while budget remains.
     """
-    s = LLMSettings(count_failed_attempts=cfg.count_failed_attempts)
+    from basevolve.llm.flops import CHARGE_UNANSWERED
+
+    s = LLMSettings(count_failed_attempts=cfg.count_failed_attempts,
+                    no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered])
     if cfg.max_tokens is not None:
         s = dataclasses.replace(s, max_tokens=cfg.max_tokens)
     if cfg.count_failed_attempts:

@@ -6,14 +6,19 @@ per call: the sum over *all* attempts, retries included (the paper: "Per-run FLO
 over all attempts, including retries").  Cached prompt tokens are subtracted because the
 server reused their KV states instead of recomputing them.
 
-An attempt that returned no usage (timeout, 5xx, dropped connection) is charged by a
-stated :class:`NoUsagePolicy`:
+An attempt that provably never reached a server (``AttemptStatus.NOT_SENT``: connection
+refused, DNS or TLS failure, connect timeout) costs 0: nothing was computed.  An attempt
+that was sent but returned no usage (timeout, 5xx, dropped connection) is charged by a
+stated :class:`NoUsagePolicy` (``basevolve run --charge-unanswered worst|none``):
 
-* ``WORST_CASE`` (default): the server may have run the whole request before failing,
-  so charge the call's prompt as uncached plus ``max_tokens`` of output.  The prompt
-  size is taken from any attempt of the same call that did report usage (same
+* ``WORST_CASE`` (default, ``worst``): the server may have run the whole request before
+  failing, so charge the call's prompt as uncached plus ``max_tokens`` of output.  The
+  prompt size is taken from any attempt of the same call that did report usage (same
   messages), else 0.
-* ``EXCLUDE``: charge nothing (an optimistic lower bound).
+* ``EXCLUDE`` (``none``): charge nothing (an optimistic lower bound).
+
+Such charged-but-unmeasured FLOPs are reported separately (``flops_unmeasured`` in the
+run summary), so a reader sees how much of a total is an estimate.
 
 Pure functions: no I/O, hand-checkable (tests/llm/test_flops.py).
 """
@@ -23,14 +28,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
-from basevolve.records import Attempt, Completion, Usage
+from basevolve.records import Attempt, AttemptStatus, Completion, Usage
 
 
 class NoUsagePolicy(StrEnum):
-    """How to charge an attempt that reported no usage."""
+    """How to charge an attempt that was sent and reported no usage."""
 
     WORST_CASE = "worst_case"
     EXCLUDE = "exclude"
+
+
+#: ``--charge-unanswered`` values and the policy each names.
+CHARGE_UNANSWERED = {"worst": NoUsagePolicy.WORST_CASE, "none": NoUsagePolicy.EXCLUDE}
 
 
 def usage_flops(usage: Usage, active_params: float) -> float:
@@ -51,6 +60,8 @@ def attempt_flops(
     """FLOPs of one attempt; ``prompt_tokens_hint`` sizes the worst case of a usage-less one."""
     if attempt.usage is not None:
         return usage_flops(attempt.usage, active_params)
+    if attempt.status is AttemptStatus.NOT_SENT:
+        return 0.0
     if NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
         return 0.0
     return 2.0 * float(active_params) * float(max(prompt_tokens_hint, 0) + max(max_tokens, 0))
@@ -86,4 +97,4 @@ def total_usage(completion: Completion) -> Usage:
     return total
 
 
-__all__ = ["NoUsagePolicy", "attempt_flops", "call_flops", "total_usage", "usage_flops"]
+__all__ = ["CHARGE_UNANSWERED", "NoUsagePolicy", "attempt_flops", "call_flops", "total_usage", "usage_flops"]

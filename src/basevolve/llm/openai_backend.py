@@ -108,6 +108,22 @@ def parse_chat_body(text: str) -> Reply:
     return Reply(text, choices[0].get("finish_reason"), usage)
 
 
+# The HTTP client's errors raised while *opening* the connection (refused, DNS failure,
+# TLS handshake failure, connect timeout): no byte of the request reached a server.
+_CONNECT_ERRORS = frozenset({"ConnectError", "ConnectTimeout"})
+
+
+def never_sent(cause: BaseException) -> bool:
+    """True when the request provably never reached a server (issue 12, item 2).
+
+    Why by class name: the SDK's HTTP library (``httpx`` or its fork) is its own
+    dependency, not ours; both name these classes the same.  Such an attempt costs no
+    FLOPs; anything else (a reset or a timeout after the request was sent) may have
+    been computed and is charged by ``--charge-unanswered``.
+    """
+    return any(k.__name__ in _CONNECT_ERRORS for k in type(cause).__mro__)
+
+
 def _retry_after(headers: Any) -> float | None:
     try:
         value = headers.get("retry-after") if headers is not None else None
@@ -190,13 +206,15 @@ class OpenAIClient(RetryingClient):
                 # the retry loop's asyncio clock is authoritative; the SDK's is a backstop
                 options={"timeout": timeout_s + 1.0},
             )
-        except openai.APITimeoutError as exc:
-            raise AttemptFailure(AttemptStatus.TIMEOUT, f"timed out: {exc}") from None
-        except openai.APIConnectionError as exc:
+        except openai.APIConnectionError as exc:  # APITimeoutError is a subclass
             cause = exc.__cause__ or exc
-            raise AttemptFailure(
-                AttemptStatus.CONNECTION_ERROR, f"{type(cause).__name__}: {cause}"
-            ) from None
+            if never_sent(cause):
+                status = AttemptStatus.NOT_SENT
+            elif isinstance(exc, openai.APITimeoutError):
+                status = AttemptStatus.TIMEOUT
+            else:
+                status = AttemptStatus.CONNECTION_ERROR
+            raise AttemptFailure(status, f"{type(cause).__name__}: {cause}") from None
         except openai.APIStatusError as exc:
             raise self._status_failure(exc) from None
         return parse_chat_body(text)
@@ -218,4 +236,4 @@ class OpenAIClient(RetryingClient):
         )
 
 
-__all__ = ["OpenAIClient", "parse_chat_body", "parse_usage", "validate_base_url"]
+__all__ = ["OpenAIClient", "never_sent", "parse_chat_body", "parse_usage", "validate_base_url"]

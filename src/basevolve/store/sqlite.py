@@ -314,10 +314,15 @@ class RunStore:
         flops = self.db.execute(
             "SELECT coalesce(sum(flops), 0) FROM calls WHERE run_id=?", (run_id,)
         ).fetchone()[0]
+        # FLOPs charged for attempts that reported no usage (the stated worst case of
+        # ``--charge-unanswered``): part of ``flops``, shown apart as an estimate.
+        unmeasured = self.db.execute(
+            "SELECT coalesce(sum(a.flops), 0) FROM attempts a JOIN calls c USING (call_id) "
+            "WHERE c.run_id=? AND a.prompt_tokens IS NULL", (run_id,)).fetchone()[0]
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
                 "completion_tokens": int(r["o"]), "flops": float(flops),
-                **self.decision_quality(run_id)}
+                "flops_unmeasured": float(unmeasured), **self.decision_quality(run_id)}
 
     def decision_quality(self, run_id: str) -> dict[str, Any]:
         """How often the allocator really chose (issue 9).
