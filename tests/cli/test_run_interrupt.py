@@ -32,7 +32,7 @@ def test_sigint_prints_resume_command_and_resume_finishes(tmp_path):
     err_path = tmp_path / "err.txt"
     with LLMTestServer(latency_s=30.0) as srv:  # calls stay in flight until Ctrl-C
         cmd = [sys.executable, "-m", "basevolve", "run", "--task", "min_max_distance",
-               "--budget", "4", "--depth", "2", "--base-url", srv.base_url, "--store",
+               "--budget", "4", "--depth", "2", "--base-url", srv.base_url, "--params", "1.5e9", "--store",
                str(store), "--run-id", "ctrlc", "--out", str(tmp_path / "o")]
         with err_path.open("w") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, text=True)

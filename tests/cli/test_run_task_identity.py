@@ -92,14 +92,15 @@ def test_unchanged_task_resumes_and_flag_needs_resume(tmp_path, capsys):
         assert summary["calls_completed"] == 4 and summary["task_changes"] == 0
         assert summary["task_file"] == str(EXAMPLE)
         code = main(["run", "--task", "min_max_distance", "--budget", "2", "--store",
-                     str(tmp_path / "t.sqlite"), "--allow-task-change", "--base-url",
+                     str(tmp_path / "t.sqlite"), "--allow-task-change", "--params", "1.5e9", "--base-url",
                      srv.base_url])
         assert code == 2 and "goes with --resume" in capsys.readouterr().err
 
 
 def test_run_named_by_declared_task_name(tmp_path, capsys):
     with LLMTestServer(latency_s=0.0) as srv:
-        code = main(["run", "--task", str(EXAMPLE), "--budget", "2", "--base-url", srv.base_url,
+        code = main(["run", "--task", str(EXAMPLE), "--budget", "2", "--params", "1.5e9",
+                     "--base-url", srv.base_url,
                      "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "o"),
                      "--json"])
     assert code == 0

@@ -68,7 +68,7 @@ def _kill_mid_run(cmd: list[str], store: Path, min_counted: int) -> None:
 
 
 def _base_cmd(url: str, store: Path, tmp_path: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "basevolve", "run", "--task", TASK, "--base-url", url,
+    return [sys.executable, "-m", "basevolve", "run", "--task", TASK, "--base-url", url, "--params", "1.5e9",
             "--store", str(store), "--run-id", "victim", "--out", str(tmp_path / "out"), *extra]
 
 

@@ -13,7 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from basevolve.allocators import ALLOCATORS
 from basevolve.config import CHARGE_UNANSWERED, PULL_MODES, REWARDS, RunConfig, depth_from_breadth
+from basevolve.llm.catalog import parse_params
+from basevolve.llm.settings import LLMSettings
+from basevolve.protocols import PROTOCOLS
 
 DEFAULT_STORE = "basevolve.sqlite"
 
@@ -26,23 +30,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--depth", type=int, help="T: generations; N = C/T (default: T = C, N = 1)")
     p.add_argument("--breadth", type=int,
                    help="N: children per generation, an alternative to --depth (T = C/N)")
-    p.add_argument("--model", default="embedded", help="model name (default: embedded)")
+    p.add_argument("--model", help="catalog name or served id (default: embedded; with "
+                                   "--base-url: the one model the server lists)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--params", type=float, help="active parameter count of the model (FLOPs)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--params", type=_params_arg,
+                   help="active parameters of the model, for FLOPs, e.g. 8e9 or 8B")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run (default: 0)")
     p.add_argument("--store", default=DEFAULT_STORE, help=f"run store file (default {DEFAULT_STORE})")
     p.add_argument("--run-id", default="", help="name of the run (default: generated)")
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
-    p.add_argument("--max-tokens", type=int, help="completion token cap per call")
-    from basevolve.protocols import PROTOCOLS  # the registry lists the choices
-
-    p.add_argument("--protocol", default="greedy",
+    p.add_argument("--max-tokens", type=int,
+                   help=f"completion token cap per call (default: {LLMSettings().max_tokens})")
+    p.add_argument("--protocol", default="greedy", metavar="NAME",
                    help=f"parent-sampling protocol: {', '.join(PROTOCOLS.names())} "
-                        "(default greedy; see docs/protocols.md)")
+                        "(default: %(default)s; see docs/protocols.md)")
     p.add_argument("--protocol-param", action="append", metavar="KEY=VALUE", default=None,
                    help="a declared parameter of the protocol (repeatable), e.g. "
                         "num_islands=4; an unknown key lists the known ones")
-    p.add_argument("--allocator", default="single", help="BaSE allocator (default single)")
+    p.add_argument("--allocator", default="single", metavar="NAME",
+                   help=f"BaSE allocator across the --arms trajectories: "
+                        f"{', '.join(ALLOCATORS.names())} (default: %(default)s)")
     p.add_argument("--arms", type=int, default=1, help="K trajectories (default 1)")
     p.add_argument("--pull", choices=PULL_MODES, default="call",
                    help="one allocator pull = one call or one generation of N calls")
@@ -70,6 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(_defaults={f: p.get_default(f) for f in RUN_DEFINING})
 
 
+def _params_arg(text: str) -> float:
+    """``--params 7B`` as ``llm-check`` takes it; the catalog's message on bad input."""
+    try:
+        return parse_params(text)
+    except ValueError as exc:  # ConfigError is a ValueError
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.errors import ConfigError
     from basevolve.protocols import split_assignments
@@ -78,22 +93,30 @@ def _config(args: argparse.Namespace) -> RunConfig:
     if missing:
         raise ConfigError(f"missing --{' and --'.join(missing)} (or use --resume RUN_ID)")
     depth = depth_from_breadth(args.budget, args.depth, args.breadth)
+    import dataclasses
+
     from basevolve.config import generate_run_id
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import resolve_task_spec
 
     task = resolve_task_spec(args.task)  # a task file is stored by its absolute path
-    run_id = args.run_id
-    if not run_id:  # runs are named by the task's declared name, not its file name
-        run_id = generate_run_id(load_task(task).name)
-    return RunConfig(
-        task=task, budget=args.budget, depth=depth, model=args.model,
-        base_url=args.base_url, params=args.params, seed=args.seed, run_id=run_id,
+    cfg = RunConfig(  # validates the numbers before the task is imported or a server asked
+        task=task, budget=args.budget, depth=depth, model=args.model or "embedded",
+        base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered)
+    changes: dict[str, Any] = {}
+    if not args.run_id:  # runs are named by the task's declared name, not its file name
+        changes["run_id"] = generate_run_id(load_task(task).name)
+    if args.model is None and args.base_url is not None:
+        from basevolve.engine.runner import model_for_endpoint
+        from basevolve.llm.openai_backend import validate_base_url
+
+        changes["model"] = model_for_endpoint(validate_base_url(args.base_url), args.params)
+    return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
 def summary_table(s: dict[str, Any]) -> str:

@@ -56,6 +56,61 @@ def probe_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
+def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
+    """The model ids ``GET {base_url}/models`` lists; None when the server gives no list.
+
+    Raises :class:`LLMError` when nothing answers (as :func:`probe_endpoint`).  The API
+    key (``OPENAI_API_KEY``) is sent when set, as hosted endpoints require it here too.
+    """
+    url = base_url.rstrip("/") + "/models"
+    request = urllib.request.Request(url)
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            body = json.loads(response.read() or b"null")
+    except urllib.error.HTTPError:
+        return None
+    except ValueError:  # not JSON
+        return None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise LLMError(f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the "
+                       "server or fix --base-url") from None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+
+
+def model_for_endpoint(base_url: str, params: float | None) -> str:
+    """The model to use with ``--base-url`` and no ``--model``: the one the server serves.
+
+    Why not a default: a run labelled ``embedded`` would count FLOPs with the embedded
+    model's 1.54B parameters for whatever the server runs (issue 12, item 3).  The served
+    id is looked up in the catalog (``basevolve models``); an uncatalogued one needs
+    ``--params``.  A server that lists no model, or several, is refused naming ``--model``.
+    """
+    from basevolve.llm.catalog import resolve_model
+
+    ids = served_models(base_url)
+    if not ids:
+        raise ConfigError(f"--base-url {base_url} does not list its models (GET /models); pass "
+                          "--model (the served model name, e.g. Qwen/Qwen3-8B) and, for a model "
+                          "not in `basevolve models`, --params (e.g. --params 8B)")
+    if len(ids) > 1:
+        raise ConfigError(f"--base-url {base_url} serves {len(ids)} models "
+                          f"({', '.join(ids[:6])}); pick one with --model")
+    try:
+        resolve_model(ids[0], params)
+    except ConfigError:
+        raise ConfigError(f"--base-url {base_url} serves {ids[0]!r}, which is not in the "
+                          "catalog (`basevolve models`): pass its active parameter count so "
+                          "FLOPs can be counted, e.g. --params 8B (or --model NAME)") from None
+    return ids[0]
+
+
 def llm_settings(cfg: RunConfig) -> LLMSettings:
     """Settings for this run; with counted failed attempts the engine does the retrying.
 

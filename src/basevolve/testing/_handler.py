@@ -48,14 +48,10 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(obj).encode(), headers)
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
-                self._json(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": "test-model", "object": "model", "owned_by": "basevolve"}],
-                    },
-                )
+            if self.path.rstrip("/").endswith("/models") and server.model_ids:
+                data = [{"id": m, "object": "model", "owned_by": "basevolve"}
+                        for m in server.model_ids]
+                self._json(200, {"object": "list", "data": data})
             else:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -154,6 +154,7 @@ class LLMTestServer:
         latency_model: LatencyModel | None = None,
         record: bool = True,
         prefix_cache_prompts: int | None = None,
+        model_ids: Sequence[str] = ("test-model",),
     ) -> None:
         if isinstance(replies, str):
             replies = [replies]
@@ -179,6 +180,7 @@ class LLMTestServer:
         self._prompt_order: deque[str] = deque()  # insertion order, for eviction
         self._payloads: dict[int, dict[str, Any]] = {}  # replies computed before the wait
         self.n_requests = 0
+        self.model_ids = tuple(model_ids)  # what GET /v1/models lists (empty: answer 404)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._requests: list[dict[str, Any]] = []
