@@ -28,6 +28,7 @@ from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
+from basevolve.tasks.scoring import score_or_raise
 
 
 def register(subparsers: Any) -> None:
@@ -139,7 +140,7 @@ async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> _
         result = ExecResult(
             status=ExecStatus.CRASHED, error=f"sandbox failure: {type(exc).__name__}: {exc}"
         )
-    evaluation = task.evaluate(result)
+    evaluation = score_or_raise(task, result)  # a raising scorer: one line + a log file
     strict_error = evaluation.error
     if result.status is ExecStatus.OK:
         strict_error = task.score_value(result.value, tol=STRICT_TOL).error

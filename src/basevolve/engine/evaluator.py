@@ -8,11 +8,17 @@ task's scorer then runs in this process on the plain data that came back (docs/d
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation
 from basevolve.tasks.base import Task
+from basevolve.tasks.scoring import ScorerGuard, default_log_path
+
+log = logging.getLogger("basevolve.tasks")
 
 MAX_SANDBOX_FAILURES_IN_ROW = 3
 
@@ -20,11 +26,17 @@ MAX_SANDBOX_FAILURES_IN_ROW = 3
 class SandboxEvaluator:
     """Evaluates programs of one task on a :class:`basevolve.sandbox.SandboxPool`."""
 
-    def __init__(self, task: Task, pool: Any | None = None) -> None:
+    def __init__(self, task: Task, pool: Any | None = None,
+                 scorer_log: Path | None = None,
+                 notify: Callable[[str], None] | None = None) -> None:
         self.task = task
         self._pool = pool
         self._owns_pool = pool is None
         self._failures_in_row = 0
+        # A raising (user) scorer scores the child 0 with "scorer error"; three in a row
+        # stop the run (basevolve.tasks.scoring).
+        self.scorer = ScorerGuard(task, scorer_log or default_log_path())
+        self.notify = notify or (lambda line: log.warning("%s", line))
 
     @property
     def pool(self) -> Any:
@@ -59,7 +71,12 @@ class SandboxEvaluator:
         return result
 
     async def evaluate(self, code: str) -> Evaluation:
-        return self.task.evaluate(await self.execute(code))
+        result = await self.execute(code)
+        errors_before = self.scorer.in_row
+        evaluation = self.scorer.evaluate(result)
+        if self.scorer.in_row > errors_before:
+            self.notify(str(evaluation.error))
+        return evaluation
 
     async def aclose(self) -> None:
         if self._owns_pool and self._pool is not None:

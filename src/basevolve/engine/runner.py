@@ -184,8 +184,9 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
-             pool: Any | None) -> dict[str, Any]:
-    evaluator = SandboxEvaluator(task, pool)
+             pool: Any | None, notify: Notify = _quiet) -> dict[str, Any]:
+    evaluator = SandboxEvaluator(task, pool, scorer_log=Path(f"{store.path}.scorer-errors.log"),
+                                 notify=notify)
 
     async def go() -> dict[str, Any]:
         try:
@@ -307,7 +308,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
                f"N={cfg.breadth}), task {identity.name}, model {client.model_spec.name}; "
                f"store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
-                        out_dir=out_dir, pool=pool)
+                        out_dir=out_dir, pool=pool, notify=notify)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -351,7 +352,7 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         notify(f"run {run_id} resumed: {done} of {cfg.budget} LLM calls already done; "
                f"store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
-                        out_dir=out_dir, pool=pool) | {"resumed": True}
+                        out_dir=out_dir, pool=pool, notify=notify) | {"resumed": True}
 
 
 async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,
