@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from basevolve.cli import main
@@ -121,3 +122,43 @@ def test_store_without_finished_runs_is_a_clear_message(
     assert main(["analyze", "--store", str(path)]) == 2
     err = capsys.readouterr().err
     assert "no finished run" in err and len(err.strip().splitlines()) == 1
+
+
+# Issue 12, item 5: `export --for-analysis` writes what `analyze --input` reads; the round
+# trip gives the same statistics as `analyze --store`.
+
+ARGS = ["--json", "--resamples", "50", "--shuffles", "20", "--gate-shuffles", "50",
+        "--thresholds", "0.3"]
+
+
+def _analyze(capsys, *source: str) -> dict:
+    assert main(["analyze", *source, *ARGS]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_for_analysis_round_trip(tmp_path: Path, capsys, fmt):
+    store = tmp_path / "runs.sqlite"
+    make_store(store)
+    direct = _analyze(capsys, "--store", str(store))
+
+    out = tmp_path / "tables"
+    assert main(["export", "--store", str(store), "--for-analysis", "--format", fmt,
+                 "--out", str(out), "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out)
+    assert sorted(Path(p).name for p in paths) == sorted(
+        f"{t}.{fmt}" for t in ("runs", "trajectories", "children"))
+    runs = pd.read_csv(out / "runs.csv") if fmt == "csv" else pd.read_parquet(out / "runs.parquet")
+    assert {"fitness", "flops"} <= set(runs.columns) and len(runs) == 6  # finished runs only
+
+    again = _analyze(capsys, "--input", str(out / f"runs.{fmt}"), "--trajectories",
+                     str(out / f"trajectories.{fmt}"), "--children", str(out / f"children.{fmt}"))
+    assert again == direct
+
+
+def test_plain_export_still_writes_the_stored_tables(tmp_path: Path, capsys):
+    store = tmp_path / "runs.sqlite"
+    make_store(store)
+    assert main(["export", "--store", str(store), "--out", str(tmp_path / "raw")]) == 0
+    names = {Path(p).name for p in capsys.readouterr().out.split()}
+    assert {"runs.csv", "calls.csv", "attempts.csv", "programs.csv"} <= names

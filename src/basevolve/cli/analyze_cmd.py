@@ -93,18 +93,37 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
 
 
+ANALYZE_DESCRIPTION = (
+    "The paper's statistics (per-configuration fitness with bootstrap CIs, the "
+    "fitness-compute envelope, the depth-breadth fit, the capability gate, thresholds) "
+    "from a run store (--store FILE) or from tidy tables (--input runs.csv "
+    "[--trajectories trajectories.csv] [--children children.csv], e.g. written by "
+    "`basevolve export --for-analysis`). Prints readable tables, or one JSON document "
+    "with --json (NaN as null)."
+)
+REPORT_DESCRIPTION = (
+    "The same statistics as `basevolve analyze`, written to --out as Markdown and LaTeX "
+    "tables, PNG/PDF figures and an index.html. Input: --store FILE or --input runs.csv "
+    "[--trajectories ...] [--children ...]."
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "analyze", help="statistics of the paper from a store or runs table", description=__doc__
+        "analyze", help="statistics of the paper from a store or runs table",
+        description=ANALYZE_DESCRIPTION,
     )
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.set_defaults(func=run_analyze)
     r = subparsers.add_parser(
-        "report", help="Markdown/LaTeX tables and figures into a folder", description=__doc__
+        "report", help="Markdown/LaTeX tables and figures into a folder",
+        description=REPORT_DESCRIPTION,
     )
     _add_common(r)
     r.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    r.add_argument("--json", action="store_true",
+                   help='print {"index": ..., "files": [...]} instead of a sentence')
     r.set_defaults(func=run_report)
 
 
@@ -171,5 +190,11 @@ def run_report(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"cannot write the report to {args.out!r} ({exc}); fix: choose a writable --out folder"
         ) from None
-    print(f"report written: {index}")
+    if args.json:
+        from pathlib import Path
+
+        files = sorted(str(p) for p in Path(args.out).rglob("*") if p.is_file())
+        print(json.dumps({"index": str(index), "files": files}))
+    else:
+        print(f"report written: {index}")
     return 0

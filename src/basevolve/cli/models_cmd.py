@@ -22,12 +22,19 @@ CHECK_PROMPT = "Reply with exactly one word: ready"
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("models", help="list the model catalog")
+    p = subparsers.add_parser(
+        "models", help="list the model catalog",
+        description="List the models basevolve knows: served id and the active parameter "
+        "count FLOPs are charged with. Other served models need --params.",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_models)
 
     c = subparsers.add_parser(
-        "llm-check", help="send one short prompt and print latency, tokens and FLOPs"
+        "llm-check", help="send one short prompt and print latency, tokens and FLOPs",
+        description="Send one short prompt to the embedded model or an OpenAI-compatible "
+        "endpoint and print its latency, token usage and effective FLOPs: a check before "
+        "spending a run's budget.",
     )
     c.add_argument(
         "--model",

@@ -1,4 +1,11 @@
-"""``basevolve runs`` (list the runs of a store) and ``basevolve export`` (tidy tables)."""
+"""``basevolve runs`` (list the runs of a store) and ``basevolve export`` (its tables).
+
+``export`` writes the store's tables as they are stored; ``export --for-analysis``
+writes the three tidy tables the analysis reads instead (``runs``, ``trajectories``,
+``children``: finished runs only, exactly what ``analyze --store`` uses), so
+``analyze --input runs.csv --trajectories trajectories.csv --children children.csv``
+gives the same result as ``analyze --store`` (issue 12, item 5).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +19,27 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("runs", help="list the runs in a store")
+    p = sub.add_parser("runs", help="list the runs in a store",
+                       description="List the runs of a store: status, task, budget, calls "
+                                   "completed and best score.")
     p.add_argument("--store", required=True, help="run store file")
     p.add_argument("--json", action="store_true", help="one JSON list on the last line")
     p.set_defaults(func=runs_command)
-    e = sub.add_parser("export", help="write a store's tables as CSV or Parquet")
+    e = sub.add_parser("export", help="write a store's tables as CSV or Parquet",
+                       description="Write the tables of a store (runs, calls, attempts, "
+                                   "programs, allocations, trajectories) as CSV or Parquet "
+                                   "files, or with --for-analysis the tidy tables that "
+                                   "`basevolve analyze --input` reads.")
     e.add_argument("--store", required=True, help="run store file")
     e.add_argument("--run", help="only this run id")
-    e.add_argument("--format", choices=("csv", "parquet"), default="csv")
-    e.add_argument("--out", type=Path, default=Path("basevolve-export"), help="output folder")
+    e.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format (default: %(default)s)")
+    e.add_argument("--out", type=Path, default=Path("basevolve-export"),
+                   help="output folder (default: %(default)s)")
+    e.add_argument("--for-analysis", action="store_true",
+                   help="write runs/trajectories/children as `analyze --input` reads them "
+                        "(finished runs only)")
+    e.add_argument("--json", action="store_true", help="print the written paths as one JSON list")
     e.set_defaults(func=export_command)
 
 
@@ -63,6 +82,47 @@ def export_command(args: argparse.Namespace) -> int:
     from basevolve.store.export import export_tables
 
     _open(args.store).close()
-    for path in export_tables(args.store, args.out, args.format, args.run):
-        print(path)
+    if args.for_analysis:
+        paths = _export_for_analysis(args.store, args.out, args.format, args.run)
+    else:
+        paths = export_tables(args.store, args.out, args.format, args.run)
+    if args.json:
+        print(json.dumps([str(p) for p in paths]))
+    else:
+        for path in paths:
+            print(path)
     return 0
+
+
+def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None) -> list[Path]:
+    """The analysis tables of ``analyze --store``, written as ``analyze --input`` reads them."""
+    from basevolve.analysis.tables import load_tables
+    from basevolve.errors import ConfigError
+
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ConfigError("--format parquet needs pyarrow (pip install pyarrow); "
+                              "or export with --format csv") from None
+    tables = load_tables(store=store)
+    frames = {"runs": tables.runs, "trajectories": tables.trajectories,
+              "children": tables.children}
+    paths = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, df in frames.items():
+            if df is None:
+                continue
+            if run_id is not None:
+                df = df[df["run_id"] == run_id]
+            path = out / f"{name}.{fmt}"
+            if fmt == "csv":
+                df.to_csv(path, index=False)
+            else:
+                df.to_parquet(path, index=False)
+            paths.append(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the export to {str(out)!r}: {exc.strerror or exc}; "
+                          "choose another --out") from None
+    return paths

@@ -32,7 +32,14 @@ from basevolve.tasks.scoring import score_or_raise
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("tasks", help="list the built-in tasks")
+    p = subparsers.add_parser(
+        "tasks",
+        help="list the built-in tasks, or --show one",
+        description="List the built-in tasks (name, entry function, time limit), or show one "
+        "task -- built-in or a task file -- in full with --show: its initial program, system "
+        "message, entry function and limits. Writing your own task: docs/tasks.md.",
+    )
+    p.add_argument("--show", metavar="NAME", help="a task name or the path of a task .py file")
     p.add_argument("--json", action="store_true", help="one JSON object per task per line")
     p.set_defaults(func=cmd_tasks)
 
@@ -58,7 +65,49 @@ def register(subparsers: Any) -> None:
 # --------------------------------------------------------------------------- tasks
 
 
+def task_details(spec: str) -> dict[str, Any]:
+    """What ``tasks --show`` prints: everything a run of this task starts from."""
+    from basevolve.sandbox.config import SandboxConfig
+    from basevolve.tasks.identity import resolve_task_spec
+
+    task = load_task(spec)
+    limits = SandboxConfig()
+    return {
+        "name": task.name,
+        "source": "built-in" if spec in TASKS else resolve_task_spec(spec),
+        "description": task.description,
+        "entry": task.entry,
+        "timeout_s": task.timeout_s,
+        "memory_mb": limits.memory_mb,
+        "max_processes": limits.max_processes,
+        "max_file_mb": limits.max_file_mb,
+        "network": False,
+        "system_message": task.system_message,
+        "initial_program": task.initial_program,
+    }
+
+
+def _show(spec: str, as_json: bool) -> int:
+    d = task_details(spec)
+    if as_json:
+        print(json.dumps(d))
+        return 0
+    print(f"task            {d['name']} ({d['source']})")
+    if d["description"]:
+        print(f"description     {d['description']}")
+    print(f"entry function  {d['entry']}() -- called with no arguments; returns the solution")
+    print(f"limits          {d['timeout_s']:g} s wall clock, {d['memory_mb']} MB memory, "
+          f"{d['max_processes']} processes, {d['max_file_mb']} MB per file, no network")
+    print("\n--- system message ---")
+    print(d["system_message"].rstrip())
+    print("\n--- initial program ---")
+    print(d["initial_program"].rstrip())
+    return 0
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
+    if args.show is not None:
+        return _show(args.show, args.json)
     rows = [
         {
             "name": name,
