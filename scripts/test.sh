@@ -4,6 +4,12 @@
 # documentation site, tests/docs).  This is the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The sandbox tests use bubblewrap; install it when we can (root with apt-get), as
+# scripts/main.sh does.  Without it the tests of the bubblewrap level are skipped.
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap
+fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate

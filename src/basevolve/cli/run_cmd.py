@@ -108,6 +108,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered)
+    ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
+    PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
     if not args.run_id:  # runs are named by the task's declared name, not its file name
         changes["run_id"] = generate_run_id(load_task(task).name)
