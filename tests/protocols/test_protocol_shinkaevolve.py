@@ -173,3 +173,14 @@ def test_seeded_determinism():
         return [json.dumps(p.messages) for p in drive(proto, 60, seed=5, in_flight=3, junk_every=4)]
 
     assert run(1) == run(1) and run(1) != run(2)
+
+
+def test_cancelled_follow_up_is_asked_again_with_the_same_messages():
+    proto = make(novelty="off")
+    p = proto.ask()
+    proto.observe_reply(p, "no edit")
+    proto.tell(p, Child(2, None, 0.0, False, "diff not applied: no SEARCH/REPLACE block"))
+    fix = proto.ask()
+    proto.cancel(fix)  # a lost call: the retry chain must continue with the same call
+    again = proto.ask()
+    assert again.purpose == "fix" and again.messages == fix.messages and again.key != fix.key
