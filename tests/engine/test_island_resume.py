@@ -84,7 +84,7 @@ def test_island_resume_after_sigkill_ends_at_exactly_c(server_url, tmp_path, pro
     store = tmp_path / "kill.sqlite"
     out = str(tmp_path / "out")
     cmd = [sys.executable, "-m", "basevolve", "run", "--task", TASK, "--base-url", server_url,
-           "--store", str(store), "--run-id", "victim", "--out", out, "--budget", str(budget),
+           "--params", "1e9", "--store", str(store), "--run-id", "victim", "--out", out, "--budget", str(budget),
            "--protocol", protocol, "--max-in-flight", "3"]
     for p in PARAMS[protocol]:
         cmd += ["--protocol-param", p]
