@@ -30,6 +30,46 @@ def generate_run_id(task: str) -> str:
     return f"{task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
 
+def cost_call_cap(breadth: int) -> int:
+    """The call cap of a run with a FLOPs or token budget: the largest multiple of N up to
+    :data:`MAX_BUDGET`.  Why a cap at all: C sizes the engine's bookkeeping and must keep
+    C = T x N; the cost budget ends such a run long before (the run's ``budget`` is
+    reported as null, its ``budget_kind`` and limit instead)."""
+    return breadth * (MAX_BUDGET // breadth)
+
+
+def budget_fields(budget: int | None, budget_flops: float | None, budget_tokens: float | None,
+                  depth: int | None, breadth: int | None) -> dict[str, Any]:
+    """``budget``/``depth``/``budget_flops``/``budget_tokens`` for :class:`RunConfig` from
+    what a user gave (CLI and :func:`basevolve.run` share it, so both refuse alike).
+
+    Exactly one of the three budgets.  With a FLOPs or token budget the number of
+    generations follows from the budget, so ``--depth`` is refused and ``--breadth N``
+    (default 1) sets the generation size.
+    """
+    given = [n for n, v in (("--budget", budget), ("--budget-flops", budget_flops),
+                            ("--budget-tokens", budget_tokens)) if v is not None]
+    if len(given) > 1:
+        raise ConfigError(f"give one budget, not {' and '.join(given)}: --budget C (LLM "
+                          "calls), --budget-flops X or --budget-tokens X")
+    if not given:
+        raise ConfigError("missing --budget (LLM calls; or --budget-flops / --budget-tokens)")
+    if budget is not None:
+        return {"budget": budget, "depth": depth_from_breadth(budget, depth, breadth)}
+    if depth is not None:
+        raise ConfigError(f"{given[0]} sets no number of generations: drop --depth and give "
+                          "--breadth N (children per generation; default 1)")
+    n = 1 if breadth is None else breadth
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"--breadth must be an integer >= 1, got {breadth!r}")
+    cap = cost_call_cap(n)
+    if budget_tokens is not None:
+        if float(budget_tokens) != int(budget_tokens):
+            raise ConfigError(f"--budget-tokens must be a whole number, got {budget_tokens!r}")
+        return {"budget": cap, "depth": cap // n, "budget_tokens": int(budget_tokens)}
+    return {"budget": cap, "depth": cap // n, "budget_flops": float(budget_flops)}  # type: ignore[arg-type]
+
+
 def depth_from_breadth(budget: int, depth: int | None, breadth: int | None) -> int | None:
     """T from ``--depth`` or ``--breadth`` (C = T x N); one of them at most.
 
@@ -84,8 +124,12 @@ class RunConfig:
     allocator_params: dict[str, Any] = field(default_factory=dict)
     protocol_params: dict[str, Any] = field(default_factory=dict)
     arm_in_flight: int | None = None
+    budget_flops: float | None = None  # --budget-flops: the run's budget in effective FLOPs
+    budget_tokens: int | None = None  # --budget-tokens: ... in tokens (prompt + completion)
+    horizon: int | None = None  # bandit decisions to plan for (cost budgets; see bandit_horizon)
 
     def __post_init__(self) -> None:
+        self._check_cost_budget()
         c = self.budget
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
             raise ConfigError(f"--budget must be an integer >= 1 (LLM calls), got {c!r}")
@@ -151,6 +195,38 @@ class RunConfig:
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
 
+    def _check_cost_budget(self) -> None:
+        if self.budget_flops is not None and self.budget_tokens is not None:
+            raise ConfigError("give one budget: --budget C, --budget-flops X or --budget-tokens X")
+        for name, value in (("--budget-flops", self.budget_flops),
+                            ("--budget-tokens", self.budget_tokens)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not 0 < value < float("inf")):
+                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.budget_kind != "calls" and not (
+                isinstance(self.depth, int) and self.depth >= 1 and isinstance(self.budget, int)
+                and self.budget % self.depth == 0
+                and self.budget == cost_call_cap(self.budget // self.depth)):
+            raise ConfigError(f"a run with a {self.budget_kind} budget has no call budget C; "
+                              "give --breadth N (children per generation), not --budget/--depth")
+        if self.horizon is not None and (isinstance(self.horizon, bool)
+                                         or not isinstance(self.horizon, int) or self.horizon < 1):
+            raise ConfigError(f"horizon must be an integer >= 1, got {self.horizon!r}")
+
+    @property
+    def budget_kind(self) -> str:
+        """``calls`` (the paper's C), ``flops`` or ``tokens`` (:mod:`basevolve.engine.budget`)."""
+        if self.budget_flops is not None:
+            return "flops"
+        return "tokens" if self.budget_tokens is not None else "calls"
+
+    @property
+    def budget_limit(self) -> float:
+        """The budget in its own unit: C, FLOPs or tokens."""
+        if self.budget_flops is not None:
+            return float(self.budget_flops)
+        return float(self.budget_tokens if self.budget_tokens is not None else self.budget)
+
     @property
     def breadth(self) -> int:
         """N = C / T."""
@@ -163,8 +239,13 @@ class RunConfig:
 
         Why not simply C - K: with ``pull="generation"`` every pull, the K initial ones
         included, charges N calls, so the bandit makes ceil((C - K N) / N) decisions (the
-        last pull is cut short when N does not divide what is left).
+        last pull is cut short when N does not divide what is left).  Under a FLOPs or
+        token budget the number of calls is not known in advance: ``horizon`` is set when
+        the run starts to the decisions left if every call cost its worst case (a lower
+        bound; :func:`basevolve.engine.budget.cost_horizon`).
         """
+        if self.horizon is not None:
+            return self.horizon
         if self.pull == "generation":
             n = self.breadth
             return -(-(self.budget - self.arms * n) // n)

@@ -6,8 +6,14 @@ MinMaxDist programs that return a fixed point set have a score we can compute by
 
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
+import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,3 +73,43 @@ def initial_score(pool: SandboxPool) -> float:
 def scripted() -> type[ScriptedReplies]:
     """The :class:`ScriptedReplies` factory (fixtures avoid importing conftest)."""
     return ScriptedReplies
+
+
+def pending_counts(store: Path) -> tuple[int, int]:
+    """(counted calls, calls sent < 0.1 s ago and still pending): kill while one is fresh,
+    so it is certainly still in flight (the servers here take >= 0.3 s) when SIGKILL lands."""
+    try:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            return con.execute(
+                "SELECT coalesce(sum(counted),0), coalesce(sum(status='pending' AND "
+                "created_at > ?),0) FROM calls", (time.time() - 0.1,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return (0, 0)
+
+
+def kill_run_mid_flight(cmd: list[str], store: Path, min_counted: int) -> None:
+    """Start ``basevolve run`` as a process and SIGKILL it once ``min_counted`` calls are
+    counted and a fresh call is in flight."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            counted, pending = pending_counts(store)
+            if counted >= min_counted and pending >= 1:
+                break
+            assert proc.poll() is None, "run ended before it could be killed"
+            time.sleep(0.02)
+        else:
+            pytest.fail("run never reached the kill point")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def kill_mid_run() -> Callable[[list[str], Path, int], None]:
+    """:func:`kill_run_mid_flight` (fixtures avoid importing conftest)."""
+    return kill_run_mid_flight

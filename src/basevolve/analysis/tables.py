@@ -70,20 +70,64 @@ FINISHED = "finished"  # the store's status of a run that spent its whole budget
 NO_ALLOCATOR: frozenset[str] = frozenset({"", "single", "none", "nan"})
 
 
+#: The cost axis of an analysis: C LLM calls (the paper's), or the FLOPs/token budgets of
+#: runs made with ``--budget-flops`` / ``--budget-tokens`` (issue 16).
+BUDGET_AXES: tuple[str, ...] = ("calls", "flops", "tokens")
+
+
 @dataclass(frozen=True)
 class Tables:
-    """The validated inputs of one analysis (trajectories/children may be absent)."""
+    """The validated inputs of one analysis (trajectories/children may be absent).
+
+    ``budget_axis``: what the ``budget`` column counts (:data:`BUDGET_AXES`).  On a FLOPs
+    or token axis the number of generations is not fixed in advance, so the depth-breadth
+    analyses (cells, envelope, Eq. 2, T*, gate) have no rows; summaries, Table 1 and
+    thresholds compare methods at equal FLOPs/token budgets.
+    """
 
     runs: pd.DataFrame
     trajectories: pd.DataFrame | None = None
     children: pd.DataFrame | None = None
+    budget_axis: str = "calls"
 
 
-def method_name(protocol: str, allocator: str, depth: int, arms: int) -> str:
-    """Human-readable method label of a run (see the module docstring)."""
+def on_budget_axis(runs: pd.DataFrame, axis: str) -> tuple[pd.DataFrame, str]:
+    """The runs whose budget is of kind ``axis``, with ``budget`` set to that budget, and
+    a note naming the runs left out ("" when none).
+
+    A runs table without a ``budget_kind`` column (written before issue 16, or by hand)
+    holds call budgets only.
+    """
+    if axis not in BUDGET_AXES:
+        raise ConfigError(f"--budget-axis must be one of {', '.join(BUDGET_AXES)}, got {axis!r}")
+    if len(runs) == 0:  # validate_runs says what is wrong with an empty table
+        return runs, ""
+    if "budget_kind" in runs.columns:
+        kinds = runs["budget_kind"].astype(object).where(runs["budget_kind"].notna(), "calls")
+    else:
+        kinds = pd.Series("calls", index=runs.index)
+    keep = kinds.eq(axis).to_numpy()
+    left = kinds[~keep].value_counts()
+    note = ", ".join(f"{n} run(s) with a {k} budget" for k, n in left.items())
+    if not keep.any():
+        present = ", ".join(sorted(set(kinds))) or "none"
+        raise ConfigError(f"no run has a {axis} budget (budgets present: {present}); fix: "
+                          f"choose --budget-axis {kinds.iloc[0] if len(kinds) else 'calls'}")
+    out = runs[keep].copy()
+    if axis != "calls":
+        out["budget"] = pd.to_numeric(out[f"budget_{axis}"], errors="coerce").round()
+    return out, note
+
+
+def method_name(protocol: str, allocator: str, depth: int, arms: int,
+                breadth: int | None = None) -> str:
+    """Human-readable method label of a run (see the module docstring); with a FLOPs or
+    token budget (``depth`` None) a greedy run is named by its breadth, ``greedy N=4``."""
     protocol = str(protocol)
     if str(allocator).strip().lower() in NO_ALLOCATOR:
-        return f"greedy T={int(depth)}" if protocol == "greedy" else protocol
+        if protocol != "greedy":
+            return protocol
+        return f"greedy T={int(depth)}" if depth is not None else f"greedy N={breadth}"
     base = f"base-{allocator} K={int(arms)}"
     return base if protocol == "greedy" else f"{protocol}+{base}"
 
@@ -134,7 +178,7 @@ def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
         raise ConfigError(f"{what}: the table is empty; fix: give it at least one row")
 
 
-def validate_runs(df: pd.DataFrame) -> pd.DataFrame:
+def validate_runs(df: pd.DataFrame, budget_axis: str = "calls") -> pd.DataFrame:
     """Check and normalise a runs table; returns a copy with clean dtypes + ``method``."""
     what = "runs table"
     _require(df, RUN_COLUMNS, what)
@@ -163,10 +207,12 @@ def validate_runs(df: pd.DataFrame) -> pd.DataFrame:
             f"must be unique and non-empty (repeated: {dup})",
             "give every run its own id, or drop the column",
         )
+    on_calls = budget_axis == "calls"
     out["method"] = [
-        method_name(p, a, d, k)
-        for p, a, d, k in zip(
-            out["protocol"], out["allocator"], out["depth"], out["arms"], strict=True
+        method_name(p, a, d if on_calls else None, k, n)
+        for p, a, d, k, n in zip(
+            out["protocol"], out["allocator"], out["depth"], out["arms"], out["breadth"],
+            strict=True,
         )
     ]
     return out.reset_index(drop=True)
@@ -282,11 +328,13 @@ def load_tables(
     trajectories: str | Path | pd.DataFrame | None = None,
     store: str | Path | None = None,
     children: str | Path | pd.DataFrame | None = None,
+    budget_axis: str = "calls",
 ) -> Tables:
     """Load and validate the analysis inputs from files, DataFrames or a store.
 
     Exactly one of ``input`` (runs table) and ``store`` must be given.  Empty
-    trajectory/children tables are treated as absent.
+    trajectory/children tables are treated as absent.  Only runs whose budget is of kind
+    ``budget_axis`` are analysed (:func:`on_budget_axis`; the others are named on stderr).
     """
     if (input is None) == (store is None):
         raise ConfigError("give exactly one of --input RUNS (CSV/Parquet) or --store FILE")
@@ -296,6 +344,10 @@ def load_tables(
         children = kids if children is None else children
     else:
         runs = input if isinstance(input, pd.DataFrame) else read_table(input, "runs table")
+    runs, left_out = on_budget_axis(runs, budget_axis)
+    if left_out:  # stderr, so a --json document on stdout stays clean
+        print(f"basevolve: note: left out {left_out} (analysing {budget_axis} budgets; "
+              "see --budget-axis)", file=sys.stderr)
     if trajectories is not None and not isinstance(trajectories, pd.DataFrame):
         trajectories = read_table(trajectories, "trajectory table")
     if children is not None and not isinstance(children, pd.DataFrame):
@@ -306,10 +358,12 @@ def load_tables(
         else None
     )
     kids_v = validate_children(children) if children is not None and len(children) else None
-    return Tables(runs=validate_runs(runs), trajectories=traj_v, children=kids_v)
+    return Tables(runs=validate_runs(runs, budget_axis), trajectories=traj_v, children=kids_v,
+                  budget_axis=budget_axis)
 
 
 __all__ = [
+    "BUDGET_AXES",
     "CHILDREN_COLUMNS",
     "GENERATION_COLUMN",
     "RUN_COLUMNS",
@@ -317,6 +371,7 @@ __all__ = [
     "Tables",
     "load_tables",
     "method_name",
+    "on_budget_axis",
     "read_table",
     "validate_children",
     "validate_runs",

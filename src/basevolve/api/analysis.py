@@ -42,7 +42,8 @@ def _path(table: TableArg | None) -> Path | pd.DataFrame | None:
 def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
           trajectories: TableArg | None, children: TableArg | None, resamples: int,
           shuffles: int, gate_shuffles: int, seed: int, ceiling: float,
-          thresholds: Sequence[float] | None) -> tuple[Tables, AnalysisResult]:
+          thresholds: Sequence[float] | None,
+          budget_axis: str = "calls") -> tuple[Tables, AnalysisResult]:
     from basevolve.analysis.pipeline import analyze as run_pipeline
     from basevolve.analysis.tables import load_tables
 
@@ -59,7 +60,8 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
     cfg = AnalysisConfig(resamples=resamples, shuffles=shuffles, gate_shuffles=gate_shuffles,
                          seed=seed, ceiling=ceiling, thresholds=_thresholds(thresholds))
     tables = load_tables(input=_path(runs), trajectories=_path(trajectories),
-                         store=None if store is None else Path(store), children=_path(children))
+                         store=None if store is None else Path(store), children=_path(children),
+                         budget_axis=budget_axis)
     return tables, run_pipeline(tables, cfg)
 
 
@@ -67,7 +69,8 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
             trajectories: TableArg | None = None, children: TableArg | None = None,
             resamples: int = 1000, shuffles: int = 10_000, gate_shuffles: int = 20_000,
             seed: int = 0, ceiling: float = 0.97,
-            thresholds: Sequence[float] | None = None) -> AnalysisResult:
+            thresholds: Sequence[float] | None = None,
+            budget_axis: str = "calls") -> AnalysisResult:
     """The paper's statistics over finished runs (``basevolve analyze`` from Python).
 
     Give exactly one of ``store`` (every finished run in it; unfinished ones are left
@@ -85,6 +88,9 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
         seed: Seed of every resampling.
         ceiling: Sub-ceiling cutoff for the bilinear fit (Eq. 2).
         thresholds: Fitness thresholds tau for time to threshold (Table 3).
+        budget_axis: ``"calls"`` (runs with a call budget C), or ``"flops"`` /
+            ``"tokens"``: runs made with a FLOPs/token budget, compared at equal budgets
+            (the depth-breadth tables are empty on those axes).
 
     Returns:
         An :class:`~basevolve.analysis.AnalysisResult`; ``result["summary"]``,
@@ -94,14 +100,15 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
         ConfigError: Missing or inconsistent input (same messages as the CLI).
     """
     return _load(store, runs, trajectories, children, resamples, shuffles, gate_shuffles,
-                 seed, ceiling, thresholds)[1]
+                 seed, ceiling, thresholds, budget_axis)[1]
 
 
 def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
            runs: TableArg | None = None, trajectories: TableArg | None = None,
            children: TableArg | None = None, resamples: int = 1000, shuffles: int = 10_000,
            gate_shuffles: int = 20_000, seed: int = 0, ceiling: float = 0.97,
-           thresholds: Sequence[float] | None = None, pdf: bool = True) -> Path:
+           thresholds: Sequence[float] | None = None, pdf: bool = True,
+           budget_axis: str = "calls") -> Path:
     """Write the report folder (``basevolve report --out DIR`` from Python).
 
     Markdown and LaTeX tables, PNG (and PDF unless ``pdf=False``) figures,
@@ -120,7 +127,7 @@ def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None 
         raise ConfigError(f"--out must be a folder path (str or Path), got {out!r}")
     check_type("pdf", pdf, bool)
     tables, result = _load(store, runs, trajectories, children, resamples, shuffles,
-                           gate_shuffles, seed, ceiling, thresholds)
+                           gate_shuffles, seed, ceiling, thresholds, budget_axis)
     try:
         return write_report(result, tables, Path(out), pdf=pdf)
     except OSError as exc:

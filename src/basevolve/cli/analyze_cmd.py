@@ -85,6 +85,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--ceiling", type=float, default=0.97, help="sub-ceiling cutoff for Eq. 2 (default 0.97)"
     )
     p.add_argument(
+        "--budget-axis", choices=("calls", "flops", "tokens"), default="calls",
+        help="the cost axis: runs with a call budget C (default), or runs made with "
+             "--budget-flops / --budget-tokens compared at equal budgets (depth-breadth "
+             "analyses need C = T x N and are left empty on those axes)",
+    )
+    p.add_argument(
         "--thresholds",
         type=_thresholds,
         default=None,
@@ -132,7 +138,8 @@ def _load_and_analyze(args: argparse.Namespace):
     from basevolve.analysis.tables import load_tables
 
     tables = load_tables(
-        input=args.input, trajectories=args.trajectories, store=args.store, children=args.children
+        input=args.input, trajectories=args.trajectories, store=args.store, children=args.children,
+        budget_axis=args.budget_axis,
     )
     cfg = AnalysisConfig(
         resamples=args.resamples,

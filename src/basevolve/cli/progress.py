@@ -10,7 +10,8 @@ both displays keep their own clock and redraw between events:
   from a daemon thread, plus every call-count change, plus the final line — no
   terminal control codes in files.
 
-Both show the same fields: elapsed time, LLM calls in flight, calls done / C, best
+Both show the same fields: elapsed time, LLM calls in flight, calls done / C (with a
+FLOPs or token budget: calls done and the budget spent / its limit), best
 score, valid-children rate and FLOPs, taken from :meth:`Engine.snapshot`.
 """
 
@@ -32,9 +33,12 @@ def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
     best = s.get("best_score")
     best_text = "-" if best is None else f"{best:.4f}"
     minutes, seconds = divmod(int(elapsed_s), 60)
+    calls = f"calls {s['calls_completed']}/{s['budget']}"
+    if s.get("budget_kind") in ("flops", "tokens"):  # a cost budget: spent / limit
+        calls = (f"calls {s['calls_completed']}  {s['budget_kind']} "
+                 f"{s['budget_spent']:.3g}/{s['budget_limit']:.3g}")
     return (f"[{s['run_id']}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
-            f"calls {s['calls_completed']}/{s['budget']}  best {best_text}  valid {rate}  "
-            f"FLOPs {s['flops']:.3g}")
+            f"{calls}  best {best_text}  valid {rate}  FLOPs {s['flops']:.3g}")
 
 
 class _Clock:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
-from basevolve.config import CHARGE_UNANSWERED, PULL_MODES, REWARDS, RunConfig, depth_from_breadth
+from basevolve.config import CHARGE_UNANSWERED, PULL_MODES, REWARDS, RunConfig, budget_fields
 from basevolve.llm.catalog import parse_params
 from basevolve.llm.settings import LLMSettings
 from basevolve.protocols import PROTOCOLS
@@ -27,6 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Spend exactly --budget LLM calls evolving programs for a task.")
     p.add_argument("--task", help="task name (see `basevolve tasks`) or a task file")
     p.add_argument("--budget", type=int, help="C: total LLM calls")
+    p.add_argument("--budget-flops", type=_amount("--budget-flops"), metavar="X",
+                   help="instead of --budget: effective FLOPs to spend, e.g. 3e15 or 3P; "
+                        "each call reserves its worst case first (see docs/running.md)")
+    p.add_argument("--budget-tokens", type=_amount("--budget-tokens"), metavar="X",
+                   help="instead of --budget: tokens to spend (prompt + completion), e.g. "
+                        "200k")
     p.add_argument("--depth", type=int, help="T: generations; N = C/T (default: T = C, N = 1)")
     p.add_argument("--breadth", type=int,
                    help="N: children per generation, an alternative to --depth (T = C/N)")
@@ -77,6 +83,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(_defaults={f: p.get_default(f) for f in RUN_DEFINING})
 
 
+def _amount(flag: str) -> Any:
+    """``--budget-flops 3P`` / ``--budget-tokens 200k``: a positive number, SI suffixes."""
+    from basevolve.engine.budget import parse_amount
+
+    def parse(text: str) -> float:
+        try:
+            return parse_amount(text, flag)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
 def _params_arg(text: str) -> float:
     """``--params 7B`` as ``llm-check`` takes it; the catalog's message on bad input."""
     try:
@@ -89,10 +108,10 @@ def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.errors import ConfigError
     from basevolve.protocols import split_assignments
 
-    missing = [f for f in ("task", "budget") if getattr(args, f) is None]
-    if missing:
-        raise ConfigError(f"missing --{' and --'.join(missing)} (or use --resume RUN_ID)")
-    depth = depth_from_breadth(args.budget, args.depth, args.breadth)
+    if args.task is None:
+        raise ConfigError("missing --task (or use --resume RUN_ID)")
+    budget = budget_fields(args.budget, args.budget_flops, args.budget_tokens, args.depth,
+                           args.breadth)
     import dataclasses
 
     from basevolve.config import generate_run_id
@@ -101,7 +120,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
 
     task = resolve_task_spec(args.task)  # a task file is stored by its absolute path
     cfg = RunConfig(  # validates the numbers before the task is imported or a server asked
-        task=task, budget=args.budget, depth=depth, model=args.model or "embedded",
+        task=task, **budget, model=args.model or "embedded",
         base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
@@ -125,7 +144,7 @@ def summary_table(s: dict[str, Any]) -> str:
     rows = [
         ("run", s["run_id"]), ("status", s.get("status")), ("task", s["task"]),
         ("model", s["model"]),
-        ("budget C / depth T / breadth N", f"{s['budget']} / {s['depth']} / {s['breadth']}"),
+        _budget_row(s),
         ("allocator / arms", f"{s['allocator']} / {s['arms']}"),
         ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
         ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
@@ -144,8 +163,17 @@ def summary_table(s: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
+    if s.get("budget_kind", "calls") == "calls":
+        return ("budget C / depth T / breadth N", f"{s['budget']} / {s['depth']} / {s['breadth']}")
+    unit = "FLOPs" if s["budget_kind"] == "flops" else "tokens"
+    limit = s["budget_flops"] if s["budget_kind"] == "flops" else s["budget_tokens"]
+    return (f"budget {unit} (spent) / breadth N",
+            f"{limit:.4g} ({s['budget_spent']:.4g}) / {s['breadth']}")
+
+
 #: Flags that define a run; with --resume they come from the stored config instead.
-RUN_DEFINING = ("task", "budget", "depth", "breadth", "model", "base_url", "params", "seed",
+RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "breadth", "model", "base_url", "params", "seed",
                 "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from basevolve.store import RunStore
@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--for-analysis", action="store_true",
                    help="write runs/trajectories/children as `analyze --input` reads them "
                         "(finished runs only)")
+    e.add_argument("--budget-axis", choices=("calls", "flops", "tokens"), default="calls",
+                   help="with --for-analysis: the runs of this budget kind, as `analyze "
+                        "--budget-axis` reads them (default: %(default)s)")
     e.add_argument("--json", action="store_true", help="print the written paths as one JSON list")
     e.set_defaults(func=export_command)
 
@@ -53,15 +56,21 @@ def _open(path: str) -> RunStore:
 
 
 def runs_command(args: argparse.Namespace) -> int:
+    from basevolve.config import RunConfig
+    from basevolve.engine.budget import budget_report
+
     with _open(args.store) as store:
         runs = store.list_runs()
         rows = []
         for r in runs:
             totals = store.totals(r["run_id"])
             best = store.query("SELECT max(score) FROM programs WHERE run_id=?", (r["run_id"],))[0][0]
+            cfg = RunConfig.from_dict(json.loads(r["config_json"]))
+            budget = budget_report(store, cfg, r["active_params"])
             rows.append({"run_id": r["run_id"], "status": r["status"], "task": r["task"],
                          "model": r["model"], "allocator": r["allocator"], "arms": r["arms"],
-                         "budget": r["budget"], "depth": r["depth"], "breadth": r["breadth"],
+                         **budget, "depth": r["depth"] if budget["budget"] else None,
+                         "breadth": r["breadth"],
                          "calls_completed": totals["calls_completed"],
                          "calls_lost": totals["calls_lost"], "best_score": best,
                          "flops": totals["flops"],
@@ -70,12 +79,21 @@ def runs_command(args: argparse.Namespace) -> int:
         print(json.dumps(rows))
         return 0
     head = ("run_id", "status", "task", "budget", "calls_completed", "best_score")
-    table = [head] + [tuple("-" if r[h] is None else (f"{r[h]:.6f}" if isinstance(r[h], float)
-                                                       else str(r[h])) for h in head) for r in rows]
+    table = [head] + [tuple(_cell(r, h) for h in head) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
     return 0
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    value = row[column]
+    if column == "budget" and value is None:  # a FLOPs or token budget
+        unit = "FLOPs" if row["budget_kind"] == "flops" else "tokens"
+        return f"{row['budget_flops'] or row['budget_tokens']:.3g} {unit}"
+    if value is None:
+        return "-"
+    return f"{value:.6f}" if isinstance(value, float) else str(value)
 
 
 def export_command(args: argparse.Namespace) -> int:
@@ -83,7 +101,8 @@ def export_command(args: argparse.Namespace) -> int:
 
     _open(args.store).close()
     if args.for_analysis:
-        paths = _export_for_analysis(args.store, args.out, args.format, args.run)
+        paths = _export_for_analysis(args.store, args.out, args.format, args.run,
+                                     args.budget_axis)
     else:
         paths = export_tables(args.store, args.out, args.format, args.run)
     if args.json:
@@ -94,7 +113,8 @@ def export_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None) -> list[Path]:
+def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None,
+                         budget_axis: str = "calls") -> list[Path]:
     """The analysis tables of ``analyze --store``, written as ``analyze --input`` reads them."""
     from basevolve.analysis.tables import load_tables
     from basevolve.errors import ConfigError
@@ -105,7 +125,7 @@ def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None) ->
         except ImportError:
             raise ConfigError("--format parquet needs pyarrow (pip install pyarrow); "
                               "or export with --format csv") from None
-    tables = load_tables(store=store)
+    tables = load_tables(store=store, budget_axis=budget_axis)
     frames = {"runs": tables.runs, "trajectories": tables.trajectories,
               "children": tables.children}
     paths = []

@@ -51,6 +51,11 @@ Text replies: a proposal whose purpose is a :data:`~basevolve.protocols.TEXT_PUR
 protocol with ``tell_text`` (no program is run or stored) and ``calls.told_seq`` records
 when, so a resume replays it at the same point.
 
+FLOPs and token budgets (issue 16): with ``--budget-flops`` / ``--budget-tokens`` C is
+only a call cap; each call's worst case is reserved in a :class:`CostLedger` before it is
+sent and settled when it returns, a call that does not fit waits for calls in flight and
+otherwise ends the run (:mod:`basevolve.engine.budget`).
+
 Durability (store contract, :mod:`basevolve.store`): a call row is written before the
 request, its completion before evaluation, the program before ``tell``, and every
 allocation event before the decision is acted on.  Budget: exactly C counted calls
@@ -70,15 +75,27 @@ import numpy as np
 
 from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
-from basevolve.engine.state import CallJob, Pull, call_seed, child_from_row, program_output
+from basevolve.engine.budget import CostLedger, afford, close_unfinished_pulls
+from basevolve.engine.state import (
+    CallJob,
+    Pull,
+    attempt_rows,
+    call_seed,
+    child_from_row,
+    program_output,
+)
 from basevolve.errors import BudgetError, LLMError
-from basevolve.llm.flops import attempt_flops, call_flops
+from basevolve.llm.flops import call_flops
 from basevolve.llm.settings import LLMSettings
 from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Child, Proposal
 from basevolve.records import Completion, Evaluation
 from basevolve.store import RunStore
 from basevolve.tasks.base import Task
+
+#: A call the engine is about to send: (proposal, pull, reissue_of[, call_index, seq]); the
+#: last two only once a call waiting for cost budget has taken its place in the order.
+Issue = tuple[Any, ...]
 
 MAX_CONSECUTIVE_FAILURES = 3  # failed calls in a row before the run is failed cleanly
 OUTPUT_KEEP = 4000  # characters of program stdout/stderr kept in the store
@@ -131,6 +148,14 @@ class Engine:
         self.valid_children = 0
         self.flops = 0.0
         self.started = time.monotonic()
+        # FLOPs/token budgets (issue 16): worst case reserved per call; a call that does
+        # not fit waits here while others are in flight (budget.afford).
+        self.ledger: CostLedger | None = None
+        if config.budget_kind != "calls":
+            self.ledger = CostLedger(config.budget_kind, config.budget_limit, self.active_params,
+                                     self.max_tokens, self.settings.call_policy.no_usage)
+        self.parked: Issue | None = None
+        self.exhausted = False  # the next call's worst case does not fit the cost budget
 
     # ------------------------------------------------------------------ run
     async def run(self, *, resume: bool = False) -> None:
@@ -162,7 +187,9 @@ class Engine:
             self._fill()
             waiting = set(self.llm) | set(self.evals)
             if not waiting:
-                if self.completed >= self.C:
+                if self.exhausted:
+                    close_unfinished_pulls(self)
+                if self.completed >= self.C or self.exhausted:
                     return
                 raise BudgetError(
                     f"no trajectory can take a call with {self.C - self.completed} of {self.C} "
@@ -203,15 +230,17 @@ class Engine:
         if self.sequential and (self.llm or self.evals):
             return
         while (len(self.llm) + len(self.evals) < self.cfg.max_in_flight
-               and self.completed + len(self.llm) < self.C):
-            item = self._next_call()
+               and self.completed + len(self.llm) < self.C and not self.exhausted):
+            item, self.parked = self.parked or self._next_call(), None
             if item is None:
+                return
+            if self.ledger is not None and not afford(self, item):
                 return
             self._issue(*item)
             if self.sequential:
                 return
 
-    def _next_call(self) -> tuple[Proposal, Pull, int | None] | None:
+    def _next_call(self) -> Issue | None:
         if self.reissue:
             return self.reissue.popleft()
         for pull in self.open_pulls.values():
@@ -273,16 +302,23 @@ class Engine:
         return pull
 
     # ------------------------------------------------------------------ calls
-    def _issue(self, proposal: Proposal, pull: Pull, reissue_of: int | None) -> None:
-        index = self.next_call_index
-        self.next_call_index += 1
+    def _issue(self, proposal: Proposal, pull: Pull, reissue_of: int | None,
+               index: int | None = None, seq: int | None = None) -> None:
+        if index is None:
+            index = self.next_call_index
+            self.next_call_index += 1
         seed = call_seed(self.cfg.seed, index)
+        meta = proposal.meta or None
+        if self.ledger is not None:  # stored, so a resume charges a lost call exactly this
+            reserved = self.ledger.worst_case(proposal.messages)
+            self.ledger.reserve(index, reserved)
+            meta = {**(meta or {}), "budget_reserved": reserved}
         call_id = self.store.insert_call(
-            self.run_id, call_index=index, seq=self.store.next_seq(self.run_id),
+            self.run_id, call_index=index,
+            seq=self.store.next_seq(self.run_id) if seq is None else seq,
             trajectory=pull.trajectory, pull_id=pull.pull_id, generation=proposal.generation,
             slot=proposal.slot, parent_id=proposal.parent_id, reissue_of=reissue_of,
-            seed=seed, messages=proposal.messages, purpose=proposal.purpose,
-            meta=proposal.meta or None)
+            seed=seed, messages=proposal.messages, purpose=proposal.purpose, meta=meta)
         job = CallJob(call_id, index, proposal, pull, seed)
         coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
                                     top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
@@ -293,16 +329,7 @@ class Engine:
         policy = self.settings.call_policy
         flops = call_flops(c, self.active_params, max_tokens=self.max_tokens, no_usage=policy.no_usage)
         counted = c.ok or policy.count_failed_attempts
-        hint = max((a.usage.prompt_tokens for a in c.attempts if a.usage), default=0)
-        attempts = [{
-            "attempt_index": a.index, "status": a.status.value, "latency_s": a.latency_s,
-            "prompt_tokens": a.usage.prompt_tokens if a.usage else None,
-            "cached_tokens": a.usage.cached_tokens if a.usage else None,
-            "completion_tokens": a.usage.completion_tokens if a.usage else None,
-            "flops": attempt_flops(a, self.active_params, max_tokens=self.max_tokens,
-                                   no_usage=policy.no_usage, prompt_tokens_hint=hint),
-            "error": a.error, "http_status": a.http_status,
-        } for a in c.attempts]
+        attempts = attempt_rows(c, self.active_params, self.max_tokens, policy.no_usage)
         last_error = c.attempts[-1].error if c.attempts and not c.ok else None
         self.store.finish_call(job.call_id, status="ok" if c.ok else "failed", counted=counted,
                                fields={
@@ -312,6 +339,8 @@ class Engine:
             "latency_s": c.latency_s, "error": last_error}, attempts=attempts)
         self.completed += int(counted)
         self.flops += flops
+        if self.ledger is not None:
+            self.ledger.settle(job.call_index, c, job.proposal.messages)
         if c.ok:
             self.failures_in_row = 0
             if job.proposal.is_text:
@@ -399,6 +428,7 @@ class Engine:
             "valid_rate": self.valid_children / self.children if self.children else None,
             "children": self.children, "elapsed_s": time.monotonic() - self.started,
             "in_flight": len(self.llm),
+            **({} if self.ledger is None else self.ledger.summary()),
         }
 
     def _emit(self) -> None:

@@ -114,6 +114,10 @@ def _restore_counters(engine: Engine, calls: list[Any]) -> None:
     engine.completed = sum(int(r["counted"]) for r in calls)
     engine.flops = sum(r["flops"] or 0.0 for r in calls)
     engine.next_call_index = 1 + max((r["call_index"] for r in calls), default=-1)
+    if engine.ledger is not None:  # FLOPs/token budget: what was spent, lost calls charged
+        engine.ledger.restore(calls, engine.store.query(
+            "SELECT a.prompt_tokens, a.completion_tokens, a.flops FROM attempts a "
+            "JOIN calls c USING (call_id) WHERE c.run_id=?", (engine.run_id,)))
     if engine.completed > engine.C:
         raise StoreError(f"run {engine.run_id!r} already has {engine.completed} counted calls, "
                          f"more than its budget {engine.C}; the store is inconsistent")

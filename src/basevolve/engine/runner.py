@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.config import RunConfig
+from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
 from basevolve.engine.evaluator import SandboxEvaluator
 from basevolve.engine.summary import build_summary, write_outputs
@@ -124,9 +125,18 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
                     no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered])
     if cfg.max_tokens is not None:
         s = dataclasses.replace(s, max_tokens=cfg.max_tokens)
-    if cfg.count_failed_attempts:
+    if cfg.count_failed_attempts or cfg.budget_kind != "calls":
+        # cost budgets too: each attempt is its own reserved call (engine/budget.py)
         s = dataclasses.replace(s, max_retries=0)
     return s
+
+
+def budget_words(cfg: RunConfig) -> str:
+    """The run's budget in words, for the start/resume lines."""
+    if cfg.budget_kind == "calls":
+        return f"{cfg.budget} LLM calls (T={cfg.depth} x N={cfg.breadth})"
+    unit = "effective FLOPs" if cfg.budget_kind == "flops" else "tokens"
+    return f"a budget of {cfg.budget_limit:.4g} {unit} (generations of N={cfg.breadth})"
 
 
 def _load_model(client: Any, notify: Notify) -> None:
@@ -299,14 +309,15 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
     task, client, settings = _prepare(cfg, notify, task_obj)
+    cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
+                           cfg.max_tokens or settings.max_tokens)
     identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
     with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
                          active_params=float(client.model_spec.active_params),
                          task=identity.to_dict())
-        notify(f"run {cfg.run_id} started: {cfg.budget} LLM calls (T={cfg.depth} x "
-               f"N={cfg.breadth}), task {identity.name}, model {client.model_spec.name}; "
-               f"store {store.path}")
+        notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
+               f"model {client.model_spec.name}; store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
                         out_dir=out_dir, pool=pool, notify=notify)
 
@@ -349,8 +360,9 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
             notify(f"{identity.label} changed since the run started; continuing as "
                    "--allow-task-change asks (recorded in the store)")
         done = store.totals(run_id)["calls_completed"]
-        notify(f"run {run_id} resumed: {done} of {cfg.budget} LLM calls already done; "
-               f"store {store.path}")
+        of = (f"{done} of {cfg.budget} LLM calls already done" if cfg.budget_kind == "calls"
+              else f"{done} LLM calls already done of {budget_words(cfg)}")
+        notify(f"run {run_id} resumed: {of}; store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
                         out_dir=out_dir, pool=pool, notify=notify) | {"resumed": True}
 
@@ -373,6 +385,8 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     from basevolve.tasks.identity import task_identity
 
     task = task if task is not None else load_task(cfg.task)
+    cfg = plan_cost_budget(cfg, task, _active_params(cfg, client),
+                           cfg.max_tokens or llm_settings(cfg).max_tokens)
     store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
                      active_params=_active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())

@@ -14,7 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from basevolve.llm.flops import NoUsagePolicy, attempt_flops
 from basevolve.protocols import Child, Proposal
+from basevolve.records import Completion
 
 
 def call_seed(run_seed: int, call_index: int) -> int:
@@ -51,6 +53,22 @@ class CallJob:
     proposal: Proposal
     pull: Pull
     seed: int
+
+
+def attempt_rows(c: Completion, active_params: float, max_tokens: int,
+                 no_usage: NoUsagePolicy) -> list[dict[str, Any]]:
+    """The ``attempts`` rows of one completed call, each with its FLOPs (paper, Appendix
+    "Effective FLOPs"; a usage-less attempt sized by the call's reported prompt)."""
+    hint = max((a.usage.prompt_tokens for a in c.attempts if a.usage), default=0)
+    return [{
+        "attempt_index": a.index, "status": a.status.value, "latency_s": a.latency_s,
+        "prompt_tokens": a.usage.prompt_tokens if a.usage else None,
+        "cached_tokens": a.usage.cached_tokens if a.usage else None,
+        "completion_tokens": a.usage.completion_tokens if a.usage else None,
+        "flops": attempt_flops(a, active_params, max_tokens=max_tokens, no_usage=no_usage,
+                               prompt_tokens_hint=hint),
+        "error": a.error, "http_status": a.http_status,
+    } for a in c.attempts]
 
 
 def program_output(stdout: str, stderr: str) -> str | None:

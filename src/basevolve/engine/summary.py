@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.config import RunConfig
+from basevolve.engine.budget import budget_report
 from basevolve.records import ExecStatus
 from basevolve.store import RunStore
 
@@ -39,7 +40,8 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "run_id": run, "status": status, "task": row["task"], "model": cfg.model,
         "task_file": row.get("task_path"), "task_sha256": row.get("task_sha256"),
         "task_changes": store.task_changes(run),
-        "protocol": cfg.protocol, "budget": cfg.budget, "depth": cfg.depth,
+        "protocol": cfg.protocol, "budget": cfg.budget,
+        "depth": cfg.depth if cfg.budget_kind == "calls" else None,
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
         "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
         **totals,
@@ -54,6 +56,10 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "best_arm": max(range(len(traj_best)), key=lambda i: (traj_best[i], -i)) if traj_best else None,
         "store": str(store.path),
         "wall_s": None if engine is None else round(engine.snapshot()["elapsed_s"], 3),
+        **budget_report(store, cfg, row.get("active_params")),
+        # the worst case of the call a cost budget could not fit (None: not this process)
+        "budget_unfit_call": None if engine is None or engine.ledger is None
+        else engine.ledger.unfit,
     }
 
 

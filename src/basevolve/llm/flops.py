@@ -67,6 +67,23 @@ def attempt_flops(
     return 2.0 * float(active_params) * float(max(prompt_tokens_hint, 0) + max(max_tokens, 0))
 
 
+def attempt_tokens(
+    attempt: Attempt,
+    *,
+    max_tokens: int,
+    no_usage: NoUsagePolicy = NoUsagePolicy.WORST_CASE,
+    prompt_tokens_hint: int = 0,
+) -> int:
+    """Tokens one attempt processed, for ``--budget-tokens``: prompt (cached included:
+    they were sent) + completion; a usage-less attempt is charged as :func:`attempt_flops`
+    charges it (0 when never sent or under ``EXCLUDE``, else prompt hint + ``max_tokens``)."""
+    if attempt.usage is not None:
+        return int(attempt.usage.prompt_tokens + attempt.usage.completion_tokens)
+    if attempt.status is AttemptStatus.NOT_SENT or NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
+        return 0
+    return max(prompt_tokens_hint, 0) + max(max_tokens, 0)
+
+
 def _prompt_hint(attempts: Iterable[Attempt]) -> int:
     return max((a.usage.prompt_tokens for a in attempts if a.usage is not None), default=0)
 
@@ -97,4 +114,5 @@ def total_usage(completion: Completion) -> Usage:
     return total
 
 
-__all__ = ["CHARGE_UNANSWERED", "NoUsagePolicy", "attempt_flops", "call_flops", "total_usage", "usage_flops"]
+__all__ = ["CHARGE_UNANSWERED", "NoUsagePolicy", "attempt_flops", "attempt_tokens", "call_flops",
+           "total_usage", "usage_flops"]

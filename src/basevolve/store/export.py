@@ -20,7 +20,8 @@ from basevolve.errors import ConfigError
 from basevolve.store.sqlite import RunStore
 
 RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "budget",
-                "depth", "breadth", "seed", "fitness", "flops", "params"]
+                "depth", "breadth", "seed", "fitness", "flops", "params", "budget_kind",
+                "budget_flops", "budget_tokens"]
 TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "cumulative_flops"]
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
 RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories")
@@ -36,13 +37,21 @@ def _read(store_path: str | Path, sql: str, params: tuple = ()) -> pd.DataFrame:
 
 def runs_table(store_path: str | Path) -> pd.DataFrame:
     """One row per run: ``run_id, task, model, protocol, allocator, arms, budget, depth,
-    breadth, seed, fitness, flops, params`` (params = active parameter count)."""
+    breadth, seed, fitness, flops, params`` (params = active parameter count), and the
+    budget's kind (``calls``, ``flops``, ``tokens``) with ``budget_flops`` /
+    ``budget_tokens`` for runs given ``--budget-flops`` / ``--budget-tokens`` (their
+    ``budget`` and ``depth`` columns then hold only the engine's call cap)."""
     df = _read(store_path, """
         SELECT r.run_id, r.task, r.model, r.protocol, r.allocator, r.arms, r.budget,
                r.depth, r.breadth, r.seed,
                (SELECT max(score) FROM programs p WHERE p.run_id = r.run_id) AS fitness,
                (SELECT coalesce(sum(flops), 0) FROM calls c WHERE c.run_id = r.run_id) AS flops,
-               r.active_params AS params
+               r.active_params AS params,
+               CASE WHEN json_extract(r.config_json, '$.budget_flops') IS NOT NULL THEN 'flops'
+                    WHEN json_extract(r.config_json, '$.budget_tokens') IS NOT NULL THEN 'tokens'
+                    ELSE 'calls' END AS budget_kind,
+               json_extract(r.config_json, '$.budget_flops') AS budget_flops,
+               json_extract(r.config_json, '$.budget_tokens') AS budget_tokens
         FROM runs r ORDER BY r.created_at""")
     return df.reindex(columns=RUNS_COLUMNS)
 

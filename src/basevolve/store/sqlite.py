@@ -266,9 +266,9 @@ class RunStore:
              None if summary is None else json.dumps(summary, default=_jsonable),
              time.time()),
         )]
-        if kind in ("assign", "ask"):
-            stmts.append(("UPDATE trajectories SET pulls = pulls + 1 WHERE run_id=? AND trajectory=?",
-                          (run_id, trajectory)))
+        if kind in ("assign", "ask", "cancel"):  # a cancelled pull got no call: uncount it
+            stmts.append(("UPDATE trajectories SET pulls = pulls + ? WHERE run_id=? AND trajectory=?",
+                          (-1 if kind == "cancel" else 1, run_id, trajectory)))
         self._tx(stmts)
 
     # -- solutions ------------------------------------------------------------------
