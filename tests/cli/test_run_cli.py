@@ -72,6 +72,10 @@ def test_run_json_then_runs_export_resume(tmp_path, capsys):
     assert REQUIRED <= summary.keys()
     assert (summary["budget"], summary["depth"], summary["breadth"]) == (4, 2, 2)
     assert summary["calls_completed"] == 4 and summary["pulls_per_arm"] == [4]
+    # one trajectory: no bandit decision was made, so there is no "with a choice" rate
+    assert (summary["bandit_decisions"], summary["decisions_with_choice"]) == (0, None)
+    assert (summary["budget_kind"], summary["budget_spent"], summary["budget_left"]) == (
+        "calls", 4, 0)
     assert (tmp_path / "out" / "best_program.py").exists()
     assert "calls 4/4" in out.err  # the final progress line
 

@@ -331,9 +331,10 @@ class RunStore:
         least 2 eligible arms; None when the run made no bandit decision (K = 1, or only
         Algorithm 2's initial ``assign`` pulls).
         """
-        r = self.db.execute(
+        r = self.db.execute(  # with K = 1 an "ask" picks the only arm: no bandit decision
             "SELECT count(*) n, coalesce(sum(n_eligible >= 2), 0) k FROM allocations "
-            "WHERE run_id=? AND kind='ask'", (run_id,)).fetchone()
+            "WHERE run_id=:r AND kind='ask' AND (SELECT arms FROM runs WHERE run_id=:r) > 1",
+            {"r": run_id}).fetchone()
         return {"bandit_decisions": int(r["n"]),
                 "decisions_with_choice": r["k"] / r["n"] if r["n"] else None}
 
