@@ -5,26 +5,30 @@
 # user would, and prints per configuration: runs, improved runs (best > initial program),
 # median wall time.  Run it on an otherwise idle machine and record the load it prints.
 #
-#   bash benchmarks/main_job.sh [OUTDIR]        # SEEDS=5 CONFIGS="A B C" BUDGET_S=4500
+#   bash benchmarks/main_job.sh [OUTDIR]        # SEEDS=5 CONFIGS="A B C D E" BUDGET_S=4500
 #
-# A: the README main job  -- 1.5B, C=4, T=2 x N=2
-# B: the 0.5B model       -- C=8, T=4 x N=2 (about as long as A: ~2x faster calls)
-# C: the 0.5B model       -- C=8, T=2 x N=4 (breadth instead of depth)
-# All: MinMaxDist, --max-tokens 1024, paper sampling defaults (temperature 0.6, top-p 0.95).
+# A: the README main job  -- MinMaxDist, 1.5B, C=4, T=2 x N=2
+# B: the 0.5B model       -- MinMaxDist, C=8, T=4 x N=2 (about as long as A: ~2x faster calls)
+# C: the 0.5B model       -- MinMaxDist, C=8, T=2 x N=4 (breadth instead of depth)
+# D: Heilbronn, 1.5B, C=4, T=2 x N=2 (its initial program puts every point at the origin)
+# E: Heilbronn, 0.5B, C=8, T=2 x N=4
+# All: --max-tokens 1024, paper sampling defaults (temperature 0.6, top-p 0.95).
 set -uo pipefail
 OUT=${1:-bench-main-job}
 mkdir -p "$OUT"
 cd "$OUT"
 DEADLINE=$(( $(date +%s) + ${BUDGET_S:-4500} ))
 declare -A CFG
-CFG[A]="--model embedded --budget 4 --depth 2"
-CFG[B]="--model embedded-small --budget 8 --depth 4"
-CFG[C]="--model embedded-small --budget 8 --depth 2"
+CFG[A]="--task min_max_distance --model embedded --budget 4 --depth 2"
+CFG[B]="--task min_max_distance --model embedded-small --budget 8 --depth 4"
+CFG[C]="--task min_max_distance --model embedded-small --budget 8 --depth 2"
+CFG[D]="--task heilbronn_triangle --model embedded --budget 4 --depth 2"
+CFG[E]="--task heilbronn_triangle --model embedded-small --budget 8 --depth 2"
 for seed in $(seq 0 $(( ${SEEDS:-5} - 1 ))); do
-  for c in ${CONFIGS:-A B C}; do
+  for c in ${CONFIGS:-A B C D E}; do
     [ "$(date +%s)" -ge "$DEADLINE" ] && break 2
     t0=$(date +%s.%N); l0=$(cut -d' ' -f1 /proc/loadavg)
-    basevolve run --task min_max_distance ${CFG[$c]} --max-tokens 1024 --seed "$seed" \
+    basevolve run ${CFG[$c]} --max-tokens 1024 --seed "$seed" \
       --store "store_$c.sqlite" --out "out/$c-$seed" --run-id "$c-s$seed" --json \
       > "log_$c-$seed.txt" 2>&1
     rc=$?
