@@ -98,7 +98,11 @@ class RunConfig:
     receive (None = no cap).  ``arm_in_flight`` bounds the calls one trajectory may have
     in flight at once (None = no bound beyond ``max_in_flight``; see the engine docstring
     for why that is the default).  ``protocol_params`` are the protocol's declared
-    ``--protocol-param`` values, typed by :meth:`Protocol.parse_params`.
+    ``--protocol-param`` values, typed by :meth:`Protocol.parse_params`; ``task_params``
+    the task's ``--task-param`` values (e.g. ``prompt_optimization``'s dataset).
+    ``count_eval_calls`` charges a text task's answering-LLM calls to the budget
+    (:mod:`basevolve.engine.text_eval`); by default they are evaluation cost, recorded
+    but not charged.
     """
 
     task: str
@@ -127,6 +131,8 @@ class RunConfig:
     budget_flops: float | None = None  # --budget-flops: the run's budget in effective FLOPs
     budget_tokens: int | None = None  # --budget-tokens: ... in tokens (prompt + completion)
     horizon: int | None = None  # bandit decisions to plan for (cost budgets; see bandit_horizon)
+    task_params: dict[str, Any] = field(default_factory=dict)  # --task-param (task.PARAMS)
+    count_eval_calls: bool = False  # charge a text task's answering calls to the budget
 
     def __post_init__(self) -> None:
         self._check_cost_budget()
@@ -190,6 +196,10 @@ class RunConfig:
 
         params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)
         object.__setattr__(self, "protocol_params", params)
+        if self.task_params:
+            from basevolve.tasks.user_task import task_params_of
+
+            object.__setattr__(self, "task_params", task_params_of(self.task, self.task_params))
         if not self.run_id:
             object.__setattr__(self, "run_id", generate_run_id(self.task))
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)

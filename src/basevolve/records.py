@@ -85,6 +85,7 @@ class Isolation(StrEnum):
     BWRAP = "bwrap"  # bubblewrap namespaces + private tmpfs + rlimits + uid drop
     RLIMITS = "rlimits"  # fork + new session + rlimits (+ uid drop if root), no namespaces
     NONE = "none"  # in-process; only for trusted code (benchmarks)
+    TEXT = "text"  # nothing executed: a text artifact scored by an answering LLM (issue 15)
 
 
 class ExecStatus(StrEnum):
@@ -132,3 +133,9 @@ class Evaluation:
     seconds: float = 0.0
     stdout: str = ""
     stderr: str = ""
+    # Evaluation cost of a text task (issue 15): the answering LLM's calls, one dict per
+    # request (tokens, FLOPs, latency, cache hit, answer), and their sums.  Not charged
+    # to C unless the run says --count-eval-calls.
+    eval_calls: tuple[dict[str, Any], ...] = ()
+    eval_flops: float = 0.0
+    eval_tokens: int = 0

@@ -117,7 +117,9 @@ def test_call_finishes_once_and_pending_becomes_lost(tmp_path):
     assert totals == {"calls_completed": 1, "calls_lost": 1, "prompt_tokens": 10,
                       "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9,
                       "flops_unmeasured": 0.0,
-                      "bandit_decisions": 0, "decisions_with_choice": None}
+                      "bandit_decisions": 0, "decisions_with_choice": None,
+                      # a program task makes no evaluation calls (issue 15)
+                      "eval_calls": 0, "eval_cache_hits": 0, "eval_flops": 0.0, "eval_tokens": 0}
 
 
 def test_seq_counter_recovers_after_reopen(tmp_path):
@@ -136,3 +138,27 @@ def test_two_runs_share_one_file(tmp_path):
     _new(path, "b").close()
     with RunStore(path) as store:
         assert [r["run_id"] for r in store.list_runs()] == ["a", "b"]
+
+
+def test_a_version_4_store_gains_evaluation_cost_columns(tmp_path):
+    """Migration 5 (issue 15): an older store opens with eval columns defaulting to 0."""
+    import sqlite3
+
+    from basevolve.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path, isolation_level=None)
+    for number, migration in enumerate(MIGRATIONS[:4]):
+        con.executescript(f"BEGIN;\n{migration()}\nPRAGMA user_version = {number + 1};\nCOMMIT;")
+    con.execute("INSERT INTO runs (run_id, task, model, protocol, allocator, arms, budget, depth, "
+                "breadth, seed, config_json, status, created_at, updated_at) VALUES "
+                "('old', 't', 'm', 'greedy', 'single', 1, 1, 1, 1, 0, '{}', 'finished', 0, 0)")
+    con.execute("INSERT INTO programs (run_id, is_initial, generation, score, valid, created_at) "
+                "VALUES ('old', 1, 0, 0.5, 1, 0)")
+    con.close()
+    with RunStore(path, create=False) as store:
+        assert store.query("PRAGMA user_version")[0][0] == SCHEMA_VERSION
+        row = store.query("SELECT eval_flops, eval_tokens FROM programs")[0]
+        assert (row[0], row[1]) == (0.0, 0)
+        assert store.eval_totals("old") == {"eval_flops": 0.0, "eval_tokens": 0,
+                                            "eval_calls": 0, "eval_cache_hits": 0}

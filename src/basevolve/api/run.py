@@ -168,7 +168,7 @@ def _named_by_task(cfg: RunConfig) -> RunConfig:
     from basevolve.tasks.identity import resolve_task_spec
 
     spec = resolve_task_spec(cfg.task)
-    return cfg.with_(task=spec, run_id=generate_run_id(load_task(spec).name))
+    return cfg.with_(task=spec, run_id=generate_run_id(load_task(spec, cfg.task_params).name))
 
 
 def _resume(run_id: str, store: str | os.PathLike[str], task: TaskSpec | None,

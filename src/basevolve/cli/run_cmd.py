@@ -47,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
     p.add_argument("--max-tokens", type=int,
                    help=f"completion token cap per call (default: {LLMSettings().max_tokens})")
+    p.add_argument("--task-param", action="append", metavar="KEY=VALUE", default=None,
+                   help="a declared parameter of the task (repeatable), e.g. "
+                        "dataset=qa.jsonl limit=40 for prompt_optimization (`basevolve tasks "
+                        "--show TASK` lists them)")
+    p.add_argument("--count-eval-calls", action="store_true",
+                   help="charge a text task's answering-LLM calls to the budget (default: "
+                        "recorded as evaluation cost, not charged; see docs/tasks.md)")
     p.add_argument("--protocol", default="greedy", metavar="NAME",
                    help=f"parent-sampling protocol: {', '.join(PROTOCOLS.names())} "
                         "(default: %(default)s; see docs/protocols.md)")
@@ -106,7 +113,7 @@ def _params_arg(text: str) -> float:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.errors import ConfigError
-    from basevolve.protocols import split_assignments
+    from basevolve.params import split_assignments
 
     if args.task is None:
         raise ConfigError("missing --task (or use --resume RUN_ID)")
@@ -126,14 +133,16 @@ def _config(args: argparse.Namespace) -> RunConfig:
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
-        arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered)
+        arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
+        task_params=split_assignments(args.task_param, "--task-param", "limit=40"),
+        count_eval_calls=args.count_eval_calls)
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
     if not args.run_id:  # runs are named by the task's declared name, not its file name
-        changes["run_id"] = generate_run_id(load_task(task).name)
+        changes["run_id"] = generate_run_id(load_task(task, cfg.task_params).name)
     if args.model is None and args.base_url is not None:
-        from basevolve.engine.runner import model_for_endpoint
+        from basevolve.engine.endpoints import model_for_endpoint
         from basevolve.llm.openai_backend import validate_base_url
 
         changes["model"] = model_for_endpoint(validate_base_url(args.base_url), args.params)
@@ -156,11 +165,22 @@ def summary_table(s: dict[str, Any]) -> str:
          f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
         ("effective FLOPs", f"{s['flops']:.4g}"),
         ("  of which unmeasured", f"{s.get('flops_unmeasured', 0.0):.4g}"),
+        *_eval_rows(s),
         ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
         ("store", s["store"]),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Evaluation cost of a text task (issue 15): answering calls, their FLOPs/tokens."""
+    if not s.get("eval_calls") and not s.get("eval_cache_hits"):
+        return []
+    charged = "charged" if s.get("count_eval_calls") else "not charged"
+    return [("evaluation calls (cache hits)",
+             f"{s['eval_calls']} ({s['eval_cache_hits']}), {charged} to the budget"),
+            ("evaluation FLOPs / tokens", f"{s['eval_flops']:.4g} / {s['eval_tokens']}")]
 
 
 def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
@@ -176,7 +196,7 @@ def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
 RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "breadth", "model", "base_url", "params", "seed",
                 "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
-                "arm_in_flight", "charge_unanswered")
+                "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

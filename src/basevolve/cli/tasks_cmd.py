@@ -84,6 +84,10 @@ def task_details(spec: str) -> dict[str, Any]:
         "network": False,
         "system_message": task.system_message,
         "initial_program": task.initial_program,
+        "artifact": task.artifact,
+        "params": [{"name": p.name, "kind": p.kind.__name__, "default": p.default,
+                    "help": p.help, **({"choices": list(p.choices)} if p.choices else {})}
+                   for p in task.PARAMS],
     }
 
 
@@ -95,12 +99,22 @@ def _show(spec: str, as_json: bool) -> int:
     print(f"task            {d['name']} ({d['source']})")
     if d["description"]:
         print(f"description     {d['description']}")
-    print(f"entry function  {d['entry']}() -- called with no arguments; returns the solution")
-    print(f"limits          {d['timeout_s']:g} s wall clock, {d['memory_mb']} MB memory, "
-          f"{d['max_processes']} processes, {d['max_file_mb']} MB per file, no network")
+    if d["artifact"] == "text":
+        print("artifact        text (a prompt template; never executed, scored by an "
+              "answering LLM)")
+    else:
+        print(f"entry function  {d['entry']}() -- called with no arguments; returns the solution")
+        print(f"limits          {d['timeout_s']:g} s wall clock, {d['memory_mb']} MB memory, "
+              f"{d['max_processes']} processes, {d['max_file_mb']} MB per file, no network")
+    if d["params"]:
+        print("parameters      --task-param KEY=VALUE:")
+        width = max(len(p["name"]) for p in d["params"])
+        for p in d["params"]:
+            default = "" if p["default"] in ("", None) else f" (default {p['default']})"
+            print(f"  {p['name']:<{width}}  {p['help']}{default}")
     print("\n--- system message ---")
     print(d["system_message"].rstrip())
-    print("\n--- initial program ---")
+    print("\n--- initial " + ("template" if d["artifact"] == "text" else "program") + " ---")
     print(d["initial_program"].rstrip())
     return 0
 
@@ -143,6 +157,11 @@ class _Outcome:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     task = load_task(args.task)
+    if task.artifact != "program":
+        raise ConfigError(f"task {task.name!r} evolves text that an answering LLM scores; "
+                          "`evaluate` runs programs in the sandbox. Score a template with "
+                          f"`basevolve run --task {args.task} --task-param template=FILE "
+                          "--budget 1` (its initial evaluation is the score)")
     timeout = task.timeout_s if args.timeout is None else args.timeout
     if not (math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"--timeout {args.timeout!r} must be a positive number of seconds")

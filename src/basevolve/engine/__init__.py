@@ -16,8 +16,8 @@ Public API::
 from __future__ import annotations
 
 from basevolve.engine.core import Engine
+from basevolve.engine.endpoints import probe_endpoint
 from basevolve.engine.runner import (
-    probe_endpoint,
     resume_run,
     resume_run_async,
     start_run,

@@ -15,6 +15,18 @@ budget itself.  The rule that keeps such a run from ever exceeding its budget:
   unused reservations may free room) and ends the run when nothing is in flight.  The
   unused remainder is then smaller than one worst-case call.
 
+Evaluation calls (issue 15, ``--count-eval-calls``): a text task's answering-LLM calls
+are evaluation cost and by default not charged.  With the flag they are charged to the
+run's budget in its own unit (one call each for a call budget C, their tokens or FLOPs
+-- at the *answering* model's parameter count -- otherwise), under the same rule: a
+mutation call reserves, besides its own worst case, the worst case of evaluating its
+child (every question asked, uncached, with the longest template and ``answer_max_tokens``
+of reply), released when the evaluation is told with its real cost (cache hits cost
+nothing).  A call budget then becomes a ledger of kind ``calls`` (each call worth 1), so
+such a run ends when the next call and its evaluation would not fit: the unused
+remainder is smaller than one call plus one evaluation.  The initial program's
+evaluation is charged too.
+
 Why the client does not retry internally under a cost budget (``llm_settings``): a call
 with hidden retries could cost several worst cases against one reservation.  Each
 attempt is its own reserved call instead, re-issued by the engine.
@@ -67,10 +79,12 @@ class CostLedger:
     excess: int = 0  # largest (reported prompt tokens - static bound) seen so far
     reserved: dict[int, float] = field(default_factory=dict)
     unfit: float | None = None  # worst case of the call that did not fit (the run's end)
+    eval_worst: float = 0.0  # --count-eval-calls: one evaluation's worst case (0: free)
+    eval_reserved: dict[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("flops", "tokens"):
-            raise ValueError(f"a cost ledger is for 'flops' or 'tokens', got {self.kind!r}")
+        if self.kind not in BUDGET_KINDS:
+            raise ValueError(f"a budget ledger is for {', '.join(BUDGET_KINDS)}, got {self.kind!r}")
 
     # ----------------------------------------------------------------- worst case
     def _in_unit(self, tokens: float) -> float:
@@ -78,17 +92,41 @@ class CostLedger:
 
     def worst_case(self, messages: Sequence[Mapping[str, Any]]) -> float:
         """The most one call with these messages can cost (one attempt)."""
+        if self.kind == "calls":
+            return 1.0
         return self._in_unit(static_prompt_bound(messages) + self.excess + self.max_tokens)
 
     def fits(self, cost: float) -> bool:
-        return self.spent + sum(self.reserved.values()) + cost <= self.limit
+        committed = self.spent + sum(self.reserved.values()) + sum(self.eval_reserved.values())
+        return committed + cost <= self.limit
 
     def reserve(self, key: int, cost: float) -> None:
         self.reserved[key] = cost
 
+    def reserve_eval(self, key: int) -> None:
+        """Set aside the worst case of evaluating call ``key``'s child (if charged)."""
+        if self.eval_worst > 0:
+            self.eval_reserved[key] = self.eval_worst
+
+    def settle_eval(self, key: int, cost: float) -> None:
+        """Replace call ``key``'s evaluation reservation by what it cost (0: none ran)."""
+        self.eval_reserved.pop(key, None)
+        self.spent += cost
+
+    def eval_cost(self, evaluation: Any) -> float:
+        """What an evaluation cost in the budget's unit (0 unless evaluations are charged):
+        answering calls sent (cache hits are free), their tokens, or their FLOPs."""
+        if self.eval_worst <= 0:
+            return 0.0
+        if self.kind == "calls":
+            return float(sum(1 for r in evaluation.eval_calls if not r.get("cache_hit")))
+        return float(evaluation.eval_flops if self.kind == "flops" else evaluation.eval_tokens)
+
     # ------------------------------------------------------------------- settling
     def cost_of(self, completion: Completion) -> float:
         """What an answered (or failed) call really cost, in the budget's unit."""
+        if self.kind == "calls":
+            return 1.0
         hint = max((a.usage.prompt_tokens for a in completion.attempts if a.usage), default=0)
         if self.kind == "flops":
             return sum(attempt_flops(a, self.active_params, max_tokens=self.max_tokens,
@@ -99,10 +137,13 @@ class CostLedger:
                          for a in completion.attempts))
 
     def settle(self, key: int, completion: Completion,
-               messages: Sequence[Mapping[str, Any]]) -> float:
-        """Replace call ``key``'s reservation by its real cost; learn the prompt excess."""
+               messages: Sequence[Mapping[str, Any]], counted: bool = True) -> float:
+        """Replace call ``key``'s reservation by its real cost; learn the prompt excess.
+
+        ``counted``: for a call budget, whether the call counts (an uncounted failed call
+        is re-issued and costs nothing, as C counts it)."""
         self.reserved.pop(key, None)
-        cost = self.cost_of(completion)
+        cost = self.cost_of(completion) if counted or self.kind != "calls" else 0.0
         self.spent += cost
         self.learn(max((a.usage.prompt_tokens for a in completion.attempts if a.usage),
                        default=0), messages)
@@ -114,7 +155,8 @@ class CostLedger:
 
     # -------------------------------------------------------------------- resume
     def restore(self, calls: Iterable[Mapping[str, Any]],
-                attempts: Iterable[Mapping[str, Any]]) -> None:
+                attempts: Iterable[Mapping[str, Any]],
+                evaluations: Mapping[str, float] | None = None) -> None:
         """Rebuild ``spent`` and ``excess`` from stored rows (resume).
 
         ``calls``: rows with ``status, messages_json, meta_json, prompt_tokens``;
@@ -124,8 +166,18 @@ class CostLedger:
         the crash (sent, never answered) is charged what was reserved for it (stored in
         its ``meta_json``) unless ``--charge-unanswered none``: the same worst-case rule
         as for unanswered attempts, and never more than the live run had set aside.
+        ``evaluations`` (``--count-eval-calls``): the stored evaluation cost, as
+        :meth:`basevolve.store.RunStore.eval_totals` gives it.  A call budget's ledger
+        counts calls: counted calls plus evaluation calls sent.
         """
-        self.spent, self.reserved = 0.0, {}
+        self.spent, self.reserved, self.eval_reserved = 0.0, {}, {}
+        if self.eval_worst > 0 and evaluations is not None:
+            self.spent += float({"calls": evaluations["eval_calls"],
+                                 "flops": evaluations["eval_flops"],
+                                 "tokens": evaluations["eval_tokens"]}[self.kind])
+        if self.kind == "calls":
+            self.spent += float(sum(int(c["counted"]) for c in calls))
+            return
         unanswered = 0.0
         for c in calls:
             messages = json.loads(c["messages_json"])
@@ -145,6 +197,9 @@ class CostLedger:
             self.spent += unanswered
 
     def summary(self) -> dict[str, Any]:
+        if self.kind == "calls":  # --count-eval-calls: C counts calls and evaluation calls
+            return {"budget_spent": self.spent, "budget_left": self.limit - self.spent,
+                    "budget_unfit_call": self.unfit}
         return {"budget_kind": self.kind, "budget_limit": self.limit,
                 "budget_spent": self.spent, "budget_left": self.limit - self.spent,
                 "budget_unfit_call": self.unfit}
@@ -175,7 +230,21 @@ def parse_amount(text: str | float | int, what: str) -> float:
     return value
 
 
-def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int) -> Any:
+def eval_worst_case(task: Any, kind: str, active_params: float) -> float:
+    """The most one evaluation of a text task's child can cost (``--count-eval-calls``):
+    every question asked uncached with the longest allowed template, each reply at
+    ``answer_max_tokens``; in the budget's unit, FLOPs at the answering model's
+    ``active_params``."""
+    requests = task.worst_case_requests()
+    if kind == "calls":
+        return float(len(requests))
+    max_tokens = int(task.answer_settings()["max_tokens"])
+    tokens = sum(static_prompt_bound(m) + max_tokens for m in requests)
+    return 2.0 * active_params * tokens if kind == "flops" else float(tokens)
+
+
+def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
+                     eval_params: float | None = None) -> Any:
     """Check a FLOPs/token budget against the run's first calls; set the bandit horizon.
 
     The first call's prompt is built by a scratch instance of the run's protocol (the
@@ -183,7 +252,9 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int)
     store is written: Algorithm 2 needs one call per trajectory, so K worst cases must
     fit.  The horizon (EXP3.P's T, the fixed-budget allocators' plan) is the number of
     decisions left if every call cost that worst case, a lower bound on the real number.
-    Returns ``cfg`` unchanged for a call budget.
+    With ``--count-eval-calls`` (text tasks; ``eval_params`` = the answering model's
+    active parameters) the initial evaluation and each call's evaluation count too, for
+    a call budget as well.  Returns ``cfg`` unchanged for a plain call budget.
     """
     import dataclasses
 
@@ -192,23 +263,41 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int)
     from basevolve.errors import ConfigError
     from basevolve.protocols import PROTOCOLS, Child
 
+    evals = bool(getattr(cfg, "count_eval_calls", False))
+    if evals and getattr(task, "artifact", "program") != "text":
+        raise ConfigError(f"--count-eval-calls charges the answering-LLM calls of a text task "
+                          f"(e.g. prompt_optimization); task {task.name!r} makes none")
+    if cfg.budget_kind == "calls" and not evals:
+        return cfg
+    eval_worst = eval_worst_case(task, cfg.budget_kind, float(eval_params or active_params)) \
+        if evals else 0.0
     if cfg.budget_kind == "calls":
+        need = eval_worst + cfg.arms * (1 + eval_worst)
+        if need > cfg.budget:
+            raise ConfigError(
+                f"--count-eval-calls: the initial evaluation ({eval_worst:.0f} answer calls) and "
+                f"{cfg.arms} first call(s) with their evaluations need up to {need:.0f} calls, "
+                f"more than --budget {cfg.budget}; raise --budget or lower --task-param limit")
         return cfg
     proto = PROTOCOLS.get(cfg.protocol)(task=task, breadth=cfg.breadth, trajectory=0,
                                         rng=np.random.default_rng([cfg.seed, 0]),
                                         asynchronous=cfg.arms > 1, **cfg.protocol_params)
     proto.set_initial(Child(None, task.initial_program, 0.0, True))
     ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens)
-    first = ledger.worst_case(proto.ask().messages)
+    first = ledger.worst_case(proto.ask().messages) + eval_worst
     unit = "FLOPs" if cfg.budget_kind == "flops" else "tokens"
-    if cfg.arms * first > cfg.budget_limit:
+    if eval_worst + cfg.arms * first > cfg.budget_limit:
         need = f"{cfg.arms} x " if cfg.arms > 1 else ""
+        evaluated = (f" with its evaluation (--count-eval-calls), after the initial "
+                     f"evaluation's {eval_worst:.4g}" if evals else "")
         raise ConfigError(
             f"--budget-{cfg.budget_kind} {cfg.budget_limit:.4g} is smaller than "
             f"{need}one call's worst case ({first:.4g} {unit}: prompt bound + --max-tokens "
-            f"{max_tokens}); raise the budget, lower --max-tokens"
-            + (" or --arms" if cfg.arms > 1 else ""))
-    horizon = max(1, int(cfg.budget_limit // first) - cfg.arms)
+            f"{max_tokens}{evaluated}); raise the budget, lower --max-tokens"
+            + (" or --arms" if cfg.arms > 1 else "")
+            + (" (the evaluation's worst case shrinks with --task-param limit, "
+               "max_template_chars and answer_max_tokens)" if evals else ""))
+    horizon = max(1, int((cfg.budget_limit - eval_worst) // first) - cfg.arms)
     return dataclasses.replace(cfg, horizon=horizon)
 
 
@@ -224,21 +313,24 @@ def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str
     from basevolve.llm.settings import LLMSettings
 
     kind = cfg.budget_kind
+    evals = bool(getattr(cfg, "count_eval_calls", False))
     out: dict[str, Any] = {"budget": cfg.budget if kind == "calls" else None,
                            "budget_kind": kind, "budget_flops": cfg.budget_flops,
                            "budget_tokens": cfg.budget_tokens}
     if kind == "calls":
-        done = store.totals(cfg.run_id)["calls_completed"]
+        totals = store.totals(cfg.run_id)
+        done = totals["calls_completed"] + (totals["eval_calls"] if evals else 0)
         return out | {"budget_spent": done, "budget_left": cfg.budget - done}
     ledger = CostLedger(kind, cfg.budget_limit, float(active_params or 0.0),
                         cfg.max_tokens or LLMSettings().max_tokens,
-                        CHARGE_UNANSWERED[cfg.charge_unanswered])
+                        CHARGE_UNANSWERED[cfg.charge_unanswered], eval_worst=float(evals))
     run = (cfg.run_id,)
     ledger.restore(
-        store.query("SELECT status, messages_json, meta_json, prompt_tokens FROM calls "
+        store.query("SELECT status, messages_json, meta_json, prompt_tokens, counted FROM calls "
                     "WHERE run_id=?", run),
         store.query("SELECT a.prompt_tokens, a.completion_tokens, a.flops FROM attempts a "
-                    "JOIN calls c USING (call_id) WHERE c.run_id=?", run))
+                    "JOIN calls c USING (call_id) WHERE c.run_id=?", run),
+        store.eval_totals(cfg.run_id))
     return out | {"budget_spent": ledger.spent, "budget_left": ledger.limit - ledger.spent}
 
 
@@ -251,11 +343,14 @@ def afford(engine: Any, item: tuple[Any, ...]) -> bool:
     where it happened.  A call that never fits is never sent nor stored.
     """
     assert engine.ledger is not None
-    if engine.ledger.fits(engine.ledger.worst_case(item[0].messages)):
+    worst = engine.ledger.worst_case(item[0].messages)
+    if not item[0].is_text:  # a program/template child: its evaluation may be charged
+        worst += engine.ledger.eval_worst
+    if engine.ledger.fits(worst):
         return True
-    if not engine.llm:
+    if not engine.llm and not engine.evals:  # nothing in flight can free room
         engine.exhausted = True
-        engine.ledger.unfit = engine.ledger.worst_case(item[0].messages)
+        engine.ledger.unfit = worst
         return False
     if len(item) == 3:
         item = (*item, engine.next_call_index, engine.store.next_seq(engine.run_id))

@@ -75,7 +75,12 @@ import numpy as np
 
 from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
-from basevolve.engine.budget import CostLedger, afford, close_unfinished_pulls
+from basevolve.engine.budget import (
+    CostLedger,
+    afford,
+    close_unfinished_pulls,
+    eval_worst_case,
+)
 from basevolve.engine.state import (
     CallJob,
     Pull,
@@ -147,13 +152,19 @@ class Engine:
         self.children = 0
         self.valid_children = 0
         self.flops = 0.0
+        self.eval_flops = 0.0  # answering-LLM FLOPs of text tasks (not charged to C)
         self.started = time.monotonic()
         # FLOPs/token budgets (issue 16): worst case reserved per call; a call that does
         # not fit waits here while others are in flight (budget.afford).
         self.ledger: CostLedger | None = None
-        if config.budget_kind != "calls":
+        if config.budget_kind != "calls" or config.count_eval_calls:
+            eval_worst = 0.0
+            if config.count_eval_calls:  # a text task's answering calls are charged too
+                eval_worst = eval_worst_case(task, config.budget_kind, float(getattr(
+                    evaluator, "active_params", self.active_params)))
             self.ledger = CostLedger(config.budget_kind, config.budget_limit, self.active_params,
-                                     self.max_tokens, self.settings.call_policy.no_usage)
+                                     self.max_tokens, self.settings.call_policy.no_usage,
+                                     eval_worst=eval_worst)
         self.parked: Issue | None = None
         self.exhausted = False  # the next call's worst case does not fit the cost budget
 
@@ -170,6 +181,8 @@ class Engine:
             for job, text in self.pending_texts:
                 self._tell_text(job, text)
             for job, code, error in self.pending_evals:
+                if self.ledger is not None:  # an answered call whose child awaits scoring
+                    self.ledger.reserve_eval(job.call_index)
                 self._evaluate_or_record(job, code, error)
             self.pending_texts.clear()
             self.pending_evals.clear()
@@ -217,6 +230,8 @@ class Engine:
             code = self.task.initial_program
             ev = await self.evaluator.evaluate(code)
             pid = self._insert_program(code, ev, generation=0, is_initial=1)
+            if self.ledger is not None:
+                self.ledger.settle_eval(-1, self.ledger.eval_cost(ev))
             child = _child(pid, code, ev)
         for p in self.protocols:
             p.set_initial(child)
@@ -312,6 +327,8 @@ class Engine:
         if self.ledger is not None:  # stored, so a resume charges a lost call exactly this
             reserved = self.ledger.worst_case(proposal.messages)
             self.ledger.reserve(index, reserved)
+            if not proposal.is_text:
+                self.ledger.reserve_eval(index)
             meta = {**(meta or {}), "budget_reserved": reserved}
         call_id = self.store.insert_call(
             self.run_id, call_index=index,
@@ -340,7 +357,9 @@ class Engine:
         self.completed += int(counted)
         self.flops += flops
         if self.ledger is not None:
-            self.ledger.settle(job.call_index, c, job.proposal.messages)
+            self.ledger.settle(job.call_index, c, job.proposal.messages, counted)
+            if not c.ok:  # no child to evaluate
+                self.ledger.settle_eval(job.call_index, 0.0)
         if c.ok:
             self.failures_in_row = 0
             if job.proposal.is_text:
@@ -364,7 +383,13 @@ class Engine:
         the task's entry function preferred; diff protocols apply their edits)."""
         proto = self.protocols[job.pull.trajectory]
         proto.observe_reply(job.proposal, text)
-        return proto.parse_reply(job.proposal, text)
+        parsed = proto.parse_reply(job.proposal, text)
+        check = getattr(self.task, "check_artifact", None)  # text tasks (issue 15)
+        if parsed.code is not None and check is not None:
+            why = check(parsed.code)
+            if why is not None:
+                return ParsedProgram(None, why, parsed.method)
+        return parsed
 
     def _evaluate_or_record(self, job: CallJob, code: str | None, error: str | None) -> None:
         if code is None:
@@ -376,11 +401,13 @@ class Engine:
     # ---------------------------------------------------------------- children
     def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,
                         **row: Any) -> int:
+        self.eval_flops += ev.eval_flops
         return self.store.insert_program(
             self.run_id, code=code, score=ev.score, valid=ev.valid, generation=generation,
             strict_score=ev.strict_score, strict_valid=int(ev.strict_valid),
             metrics=ev.metrics, error=ev.error, isolation=str(ev.isolation),
             seconds=ev.seconds, stdout=ev.stdout[:OUTPUT_KEEP], stderr=ev.stderr[:OUTPUT_KEEP],
+            eval_flops=ev.eval_flops, eval_tokens=ev.eval_tokens, eval_calls=ev.eval_calls,
             **row)
 
     def _record_child(self, job: CallJob, code: str | None, ev: Evaluation) -> None:
@@ -388,6 +415,8 @@ class Engine:
         pid = self._insert_program(code, ev, generation=p.generation, call_id=job.call_id,
                                    seq=self.store.next_seq(self.run_id),
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
+        if self.ledger is not None:
+            self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
         self.protocols[job.pull.trajectory].tell(p, _child(pid, code, ev))
         self.children += 1
         self.valid_children += int(ev.valid)

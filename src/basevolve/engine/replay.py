@@ -117,7 +117,8 @@ def _restore_counters(engine: Engine, calls: list[Any]) -> None:
     if engine.ledger is not None:  # FLOPs/token budget: what was spent, lost calls charged
         engine.ledger.restore(calls, engine.store.query(
             "SELECT a.prompt_tokens, a.completion_tokens, a.flops FROM attempts a "
-            "JOIN calls c USING (call_id) WHERE c.run_id=?", (engine.run_id,)))
+            "JOIN calls c USING (call_id) WHERE c.run_id=?", (engine.run_id,)),
+            engine.store.eval_totals(engine.run_id))
     if engine.completed > engine.C:
         raise StoreError(f"run {engine.run_id!r} already has {engine.completed} counted calls, "
                          f"more than its budget {engine.C}; the store is inconsistent")

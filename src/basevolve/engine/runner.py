@@ -13,8 +13,6 @@ import errno
 import fcntl
 import json
 import os
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,9 +22,11 @@ from typing import Any
 from basevolve.config import RunConfig
 from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
+from basevolve.engine.endpoints import load_model, probe_endpoint
 from basevolve.engine.evaluator import SandboxEvaluator
 from basevolve.engine.summary import build_summary, write_outputs
-from basevolve.errors import ConfigError, LLMError, StoreError
+from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
+from basevolve.errors import ConfigError, StoreError
 from basevolve.llm.settings import LLMSettings
 from basevolve.store import RunStore
 
@@ -36,80 +36,6 @@ Notify = Callable[[str], None]
 
 def _quiet(message: str) -> None:
     """The default ``notify``: library callers get no output."""
-
-
-def probe_endpoint(base_url: str, timeout_s: float = 5.0) -> None:
-    """Fail fast if nothing answers at ``base_url`` (GET ``{base_url}/models``).
-
-    Any HTTP answer (even 401/404) proves a server is listening; only a connection
-    failure or timeout is an error, so servers without ``/models`` still work.
-    """
-    url = base_url.rstrip("/") + "/models"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s):
-            pass
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise LLMError(
-            f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the server or fix --base-url"
-        ) from None
-
-
-def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
-    """The model ids ``GET {base_url}/models`` lists; None when the server gives no list.
-
-    Raises :class:`LLMError` when nothing answers (as :func:`probe_endpoint`).  The API
-    key (``OPENAI_API_KEY``) is sent when set, as hosted endpoints require it here too.
-    """
-    url = base_url.rstrip("/") + "/models"
-    request = urllib.request.Request(url)
-    key = os.environ.get("OPENAI_API_KEY")
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = json.loads(response.read() or b"null")
-    except urllib.error.HTTPError:
-        return None
-    except ValueError:  # not JSON
-        return None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise LLMError(f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the "
-                       "server or fix --base-url") from None
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, list):
-        return None
-    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
-
-
-def model_for_endpoint(base_url: str, params: float | None) -> str:
-    """The model to use with ``--base-url`` and no ``--model``: the one the server serves.
-
-    Why not a default: a run labelled ``embedded`` would count FLOPs with the embedded
-    model's 1.54B parameters for whatever the server runs (issue 12, item 3).  The served
-    id is looked up in the catalog (``basevolve models``); an uncatalogued one needs
-    ``--params``.  A server that lists no model, or several, is refused naming ``--model``.
-    """
-    from basevolve.llm.catalog import resolve_model
-
-    ids = served_models(base_url)
-    if not ids:
-        raise ConfigError(f"--base-url {base_url} does not list its models (GET /models); pass "
-                          "--model (the served model name, e.g. Qwen/Qwen3-8B) and, for a model "
-                          "not in `basevolve models`, --params (e.g. --params 8B)")
-    if len(ids) > 1:
-        raise ConfigError(f"--base-url {base_url} serves {len(ids)} models "
-                          f"({', '.join(ids[:6])}); pick one with --model")
-    try:
-        resolve_model(ids[0], params)
-    except ConfigError:
-        raise ConfigError(f"--base-url {base_url} serves {ids[0]!r}, which is not in the "
-                          "catalog (`basevolve models`): pass its active parameter count so "
-                          "FLOPs can be counted, e.g. --params 8B (or --model NAME)") from None
-    return ids[0]
 
 
 def llm_settings(cfg: RunConfig) -> LLMSettings:
@@ -139,38 +65,14 @@ def budget_words(cfg: RunConfig) -> str:
     return f"a budget of {cfg.budget_limit:.4g} {unit} (generations of N={cfg.breadth})"
 
 
-def _load_model(client: Any, notify: Notify) -> None:
-    """Load an embedded model now, saying so, instead of silently inside the first call.
-
-    Why: on a first run the model load (and, once, joining its weight parts) is the
-    longest silent step; a user who sees nothing for a minute assumes a hang (issue 12,
-    item 6).  Loading before the store is written also keeps "bad input leaves the store
-    untouched" true for a broken model installation.
-    """
-    load = getattr(client, "load", None)
-    if load is None:
-        return
-    import time
-
-    from basevolve.llm.weights import WEIGHTS
-
-    spec = client.model_spec
-    size = WEIGHTS.get(spec.weights).size if spec.weights in WEIGHTS else None
-    shown = f" ({size / 1e9:.1f} GB)" if size else ""
-    notify(f"loading the embedded model {spec.served_id}{shown} …")
-    t0 = time.monotonic()
-    asyncio.run(load())
-    notify(f"model loaded in {time.monotonic() - t0:.1f} s")
-
-
 def _prepare(cfg: RunConfig, notify: Notify = _quiet,
-             task: Any | None = None) -> tuple[Any, Any, LLMSettings]:
+             task: Any | None = None) -> tuple[Any, Any, LLMSettings, AnswerSetup | None]:
     from basevolve.allocators import ALLOCATORS
     from basevolve.llm import make_client
     from basevolve.protocols import PROTOCOLS
     from basevolve.tasks import load_task
 
-    task = load_task(cfg.task) if task is None else task
+    task = load_task(cfg.task, cfg.task_params) if task is None else task
     ALLOCATORS.get(cfg.allocator)
     PROTOCOLS.get(cfg.protocol)
     settings = llm_settings(cfg)
@@ -178,12 +80,33 @@ def _prepare(cfg: RunConfig, notify: Notify = _quiet,
     if cfg.base_url is not None:
         probe_endpoint(cfg.base_url)
     else:
-        _load_model(client, notify)
-    return task, client, settings
+        load_model(client, notify)
+    answers = answer_setup(task, cfg, client, notify=notify)  # text tasks (issue 15)
+    return task, client, settings, answers
+
+
+def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerSetup | None,
+                   store: RunStore | None = None, *, resume: bool = False,
+                   notify: Notify | None = None) -> Any:
+    """The run's evaluator: the sandbox for programs, the answering LLM for text.
+
+    On resume a text task's answer cache is refilled from the run's stored evaluation
+    calls, so templates scored before the crash cost nothing when met again.
+    """
+    if answers is None:
+        log = None if store is None else Path(f"{store.path}.scorer-errors.log")
+        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify)
+    from basevolve.llm.flops import CHARGE_UNANSWERED
+
+    evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])
+    if resume and store is not None:
+        evaluator.preload(store.query(
+            "SELECT status, reply, cache_key FROM eval_calls WHERE run_id=?", (cfg.run_id,)))
+    return evaluator
 
 
 async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
-                 settings: LLMSettings, evaluator: SandboxEvaluator, *, resume: bool,
+                 settings: LLMSettings, evaluator: Any, *, resume: bool,
                  progress: Progress | None) -> dict[str, Any]:
     """Run the engine inside the caller's event loop; the summary as computed from the store."""
     engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
@@ -194,9 +117,9 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
-             pool: Any | None, notify: Notify = _quiet) -> dict[str, Any]:
-    evaluator = SandboxEvaluator(task, pool, scorer_log=Path(f"{store.path}.scorer-errors.log"),
-                                 notify=notify)
+             pool: Any | None, notify: Notify = _quiet,
+             answers: AnswerSetup | None = None) -> dict[str, Any]:
+    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify)
 
     async def go() -> dict[str, Any]:
         try:
@@ -216,7 +139,8 @@ def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: 
 
 async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task: Any | None,
                          client: Any | None, pool: Any | None,
-                         progress: Progress | None) -> dict[str, Any]:
+                         progress: Progress | None,
+                         answers: AnswerSetup | None = None) -> dict[str, Any]:
     """The async core of :func:`start_run_async` / :func:`resume_run_async`.
 
     A ``client`` or ``pool`` passed in is shared with other runs and stays open; what is
@@ -225,14 +149,16 @@ async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task:
     """
     from basevolve.tasks import load_task
 
-    task = task if task is not None else load_task(cfg.task)
+    task = task if task is not None else load_task(cfg.task, cfg.task_params)
     settings = llm_settings(cfg)
     own_client = client is None
     if own_client:
         from basevolve.llm import make_client
 
         client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
-    evaluator = SandboxEvaluator(task, pool)
+    if answers is None:
+        answers = answer_setup(task, cfg, client, probe=False)
+    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume)
     try:
         summary = await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
                                progress=progress)
@@ -246,14 +172,14 @@ async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task:
         await evaluator.aclose()
 
 
-async def _keep_solution(summary: dict[str, Any], store: RunStore,
-                         evaluator: SandboxEvaluator) -> None:
+async def _keep_solution(summary: dict[str, Any], store: RunStore, evaluator: Any) -> None:
     """Store the best program's value (as ``write_outputs`` does) so readers such as the
-    dashboard can draw it without running code; a failure only loses the picture."""
+    dashboard can draw it without running code; a failure only loses the picture.  A
+    text artifact has no value to draw."""
     from basevolve.records import ExecStatus
 
     code = summary.get("best_code")
-    if code is None:
+    if code is None or getattr(evaluator.task, "artifact", "program") == "text":
         return
     try:
         ex = await evaluator.execute(code)
@@ -308,9 +234,9 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
-    task, client, settings = _prepare(cfg, notify, task_obj)
+    task, client, settings, answers = _prepare(cfg, notify, task_obj)
     cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
-                           cfg.max_tokens or settings.max_tokens)
+                           cfg.max_tokens or settings.max_tokens, _answer_params(answers))
     identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
     with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
         store.create_run(cfg.run_id, cfg.to_dict(),
@@ -319,7 +245,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
         notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
                f"model {client.model_spec.name}; store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
-                        out_dir=out_dir, pool=pool, notify=notify)
+                        out_dir=out_dir, pool=pool, notify=notify, answers=answers)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -351,7 +277,7 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
             raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
                               f"given to resume it is named {task.name!r}")
         task_obj = task
-        task, client, settings = _prepare(cfg, notify, task_obj)
+        task, client, settings, answers = _prepare(cfg, notify, task_obj)
         identity = (task_identity(cfg.task, task) if task_obj is None
                     else object_identity(task))
         if check_resume(run_id, row.get("task_sha256"), identity,
@@ -364,7 +290,8 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
               else f"{done} LLM calls already done of {budget_words(cfg)}")
         notify(f"run {run_id} resumed: {of}; store {store.path}")
         return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
-                        out_dir=out_dir, pool=pool, notify=notify) | {"resumed": True}
+                        out_dir=out_dir, pool=pool, notify=notify,
+                        answers=answers) | {"resumed": True}
 
 
 async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,
@@ -384,14 +311,15 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import task_identity
 
-    task = task if task is not None else load_task(cfg.task)
+    task = task if task is not None else load_task(cfg.task, cfg.task_params)
+    answers = None if client is None else answer_setup(task, cfg, client, probe=False)
     cfg = plan_cost_budget(cfg, task, _active_params(cfg, client),
-                           cfg.max_tokens or llm_settings(cfg).max_tokens)
+                           cfg.max_tokens or llm_settings(cfg).max_tokens, _answer_params(answers))
     store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
                      active_params=_active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())
     return await _execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
-                                progress=progress)
+                                progress=progress, answers=answers)
 
 
 async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = None,
@@ -410,11 +338,17 @@ async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = N
     cfg = RunConfig.from_dict(json.loads(row["config_json"]))
     if row["status"] == "finished":
         return build_summary(store, cfg, None) | {"resumed": False}
-    task = task if task is not None else load_task(cfg.task)
+    task = task if task is not None else load_task(cfg.task, cfg.task_params)
     check_resume(run_id, row.get("task_sha256"), task_identity(cfg.task, task),
                  allow_change=False)
     return await _execute_async(cfg, store, resume=True, task=task, client=client, pool=pool,
                                 progress=progress) | {"resumed": True}
+
+
+def _answer_params(answers: AnswerSetup | None) -> float | None:
+    """Active parameters of a text task's answering model (its FLOPs are charged at that
+    size under ``--count-eval-calls``); None for program tasks."""
+    return None if answers is None else float(answers.client.model_spec.active_params)
 
 
 def _active_params(cfg: RunConfig, client: Any | None) -> float:

@@ -44,6 +44,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "depth": cfg.depth if cfg.budget_kind == "calls" else None,
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
         "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
+        "task_params": cfg.task_params, "count_eval_calls": cfg.count_eval_calls,
         **totals,
         "best_score": None if b is None else b["score"],
         "best_strict_score": None if b is None else b["strict_score"],
@@ -65,11 +66,13 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
 
 def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator: Any,
                   out_dir: Path | None) -> dict[str, Any]:
-    """Write ``best_program.py`` and ``best.png`` (``task.draw``) under ``out_dir``."""
+    """Write ``best_program.py`` and ``best.png`` (``task.draw``) under ``out_dir``; for a
+    text task (issue 15) ``best_prompt.txt`` and no picture (nothing is run)."""
     code = summary.get("best_code")
     if out_dir is None or code is None:
         return {"best_program": None, "picture": None}
-    program = out_dir / "best_program.py"
+    text = getattr(task, "artifact", "program") == "text"
+    program = out_dir / ("best_prompt.txt" if text else "best_program.py")
     try:  # an unwritable folder must not turn a finished run into a traceback
         out_dir.mkdir(parents=True, exist_ok=True)
         program.write_text(code)
@@ -77,6 +80,8 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
         return {"best_program": None, "picture": None,
                 "output_error": f"cannot write {str(program)!r}: {exc.strerror or exc}"}
     result: dict[str, Any] = {"best_program": str(program), "picture": None}
+    if text:
+        return result
     try:  # the value is not stored, so run the best program once more (sandboxed)
         ex = asyncio.run(evaluator.execute(code))
         if ex.status is ExecStatus.OK:

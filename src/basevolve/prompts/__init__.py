@@ -48,6 +48,7 @@ from basevolve.prompts.parse import (
     defines,
     extract_program,
     extract_tag,
+    extract_text,
     strip_think,
 )
 from basevolve.prompts.templates import fill, load_template, placeholders
@@ -69,6 +70,7 @@ __all__ = [
     "evolve_blocks",
     "extract_program",
     "extract_tag",
+    "extract_text",
     "fill",
     "format_artifacts",
     "format_evolution_history",

@@ -63,7 +63,8 @@ class TaggedReply:
 
 
 def parse_tagged_reply(parent_code: str, reply: str, *, body: str = "CODE",
-                       language: str = "python", entry: str | None = None) -> TaggedReply:
+                       language: str = "python", entry: str | None = None,
+                       confine: bool = True) -> TaggedReply:
     """Parse a NAME / DESCRIPTION / CODE (``body="CODE"``) or NAME / DESCRIPTION / DIFF
     (``body="DIFF"``) reply into a program derived from ``parent_code``.
 
@@ -71,7 +72,9 @@ def parse_tagged_reply(parent_code: str, reply: str, *, body: str = "CODE",
     blocks (code outside them never changes).  DIFF: the SEARCH/REPLACE blocks inside
     ``<DIFF>`` are applied, confined to the EVOLVE blocks.  A missing ``<CODE>`` /
     ``<DIFF>`` section is a failure (the format was requested); a missing NAME or
-    DESCRIPTION is not (they are labels only).
+    DESCRIPTION is not (they are labels only).  ``confine=False`` (a text artifact, which
+    has no EVOLVE blocks: all of it evolves) applies DIFF edits anywhere and takes a CODE
+    section as the whole new artifact.
     """
     text = strip_think(reply or "")
     name = re.sub(r"\s+", "_", section(text, "NAME") or "").lower()[:80]
@@ -82,11 +85,15 @@ def parse_tagged_reply(parent_code: str, reply: str, *, body: str = "CODE",
                                    f"<DESCRIPTION> and <{body}>...</{body}>)", "none")
         return TaggedReply(name, description, fail)
     if body == "DIFF":
-        return TaggedReply(name, description, parse_diff_reply(parent_code, content))
+        return TaggedReply(name, description,
+                           parse_diff_reply(parent_code, content, confine=confine))
     program = extract_program(content, language=language, entry=entry)
     if program.code is None:
         return TaggedReply(name, description, ParsedProgram(
             None, f"<{body}> section holds no usable program: {program.error}", "none"))
+    if not confine:
+        return TaggedReply(name, description, ParsedProgram(
+            program.code, None, "tagged:" + program.method, program.warnings))
     code, error = splice_evolve_blocks(parent_code, program.code)
     if code is None:
         return TaggedReply(name, description, ParsedProgram(None, error, "none"))

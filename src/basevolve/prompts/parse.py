@@ -14,6 +14,10 @@ Small models rarely answer cleanly, so the parser tolerates, in this order:
 Every candidate is validated with :func:`ast.parse` (Python only).  A reply without a
 usable program gives ``ParsedProgram(code=None, error=<reason>)``; the engine turns it into
 a child with score 0 and that reason.
+
+Text artifacts (``language="text"``, e.g. the prompt templates of ``prompt_optimization``,
+issue 15) follow :func:`extract_text` instead: the text must stand in ``<prompt>`` tags
+or a fenced block, because a bare reply cannot be told apart from the prose around it.
 """
 
 from __future__ import annotations
@@ -208,6 +212,8 @@ def extract_program(
     chosen program that lacks it is still returned (the sandbox will report the missing
     function), with a warning.
     """
+    if language.lower() == "text":
+        return extract_text(reply_text)
     text = strip_think(reply_text or "")
     if not text.strip():
         return ParsedProgram(None, "empty reply (no text after removing <think> blocks)", "none")
@@ -258,6 +264,38 @@ def _result(code: str, method: str, entry: str | None) -> ParsedProgram:
     if entry and not defines(code, entry):
         warnings = (f"program does not define the entry function {entry!r}",)
     return ParsedProgram(code.strip("\n") + "\n", None, method, warnings)
+
+
+_PROMPT_TAG = re.compile(r"<prompt>(.*?)</prompt>", re.DOTALL | re.IGNORECASE)
+_TEXT_TAGS = {"", "text", "txt", "prompt", "plaintext", "plain", "markdown", "md"}
+
+
+def extract_text(reply_text: str) -> ParsedProgram:
+    """The text artifact of a reply: the last ``<prompt>…</prompt>`` section, else the
+    longest closed fenced block (preferring untagged / ``text`` / ``prompt`` /
+    ``markdown`` blocks; ties: the later one), else an unterminated fence's rest.
+
+    Why strict: a template is free text, so without a delimiter the explanation around
+    it ("Here is an improved prompt: …") would become part of the evolved prompt.  No
+    delimiter gives ``code=None`` and the reason (a child with score 0).
+    """
+    text = strip_think(reply_text or "")
+    if not text.strip():
+        return ParsedProgram(None, "empty reply (no text after removing <think> blocks)", "none")
+    tagged = [m.group(1).strip("\n") for m in _PROMPT_TAG.finditer(text)]
+    tagged = [t for t in tagged if t.strip()]
+    if tagged:
+        return ParsedProgram(tagged[-1].strip("\n") + "\n", None, "tags")
+    blocks = [b for b in _fenced_blocks(text) if b.code.strip()]
+    closed = [b for b in blocks if b.closed]
+    if closed:
+        preferred = [b for b in closed if b.info.split(" ")[0] in _TEXT_TAGS] or closed
+        best = max(preferred, key=lambda b: (len(b.code.strip()), b.index))
+        return ParsedProgram(best.code.strip("\n") + "\n", None, "fence")
+    if blocks:
+        return ParsedProgram(blocks[-1].code.strip("\n") + "\n", None, "unterminated_fence")
+    return ParsedProgram(None, "no prompt template in the reply: expected it inside "
+                               "<prompt>...</prompt> tags or a fenced ``` block", "none")
 
 
 def extract_tag(reply_text: str, tag: str) -> str | None:

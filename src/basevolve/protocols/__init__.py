@@ -23,6 +23,7 @@ edits), draw randomness only from ``self.rng``, and ``PROTOCOLS.register(name, c
 
 from __future__ import annotations
 
+from basevolve.params import Param, split_assignments
 from basevolve.protocols.base import (
     PROTOCOLS,
     PURPOSES,
@@ -36,7 +37,6 @@ from basevolve.protocols.base import (
 from basevolve.protocols.codeevolve import CodeEvolveProtocol
 from basevolve.protocols.greedy import GreedyProtocol, HistoryOptions
 from basevolve.protocols.openevolve import OpenEvolveProtocol
-from basevolve.protocols.params import Param, split_assignments
 from basevolve.protocols.shinkaevolve import ShinkaEvolveProtocol
 
 __all__ = [

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from basevolve.errors import BasevolveError, ConfigError
+from basevolve.params import Param, parse_params
 from basevolve.prompts.parse import ParsedProgram, extract_program
-from basevolve.protocols.params import Param, parse_params
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
 

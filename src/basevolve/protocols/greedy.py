@@ -21,6 +21,10 @@ Prompt: OpenEvolve's verbatim template (:mod:`basevolve.prompts.openevolve`), fi
 * focus areas: "improved a → b" after an accepting generation, else how many generations
   the score has been unchanged, or "not valid" for an invalid parent.
 
+A text task (``prompt_optimization``, issue 15) writes its own mutation prompt
+(:meth:`basevolve.tasks.text.TextTask.mutation_messages`: the current template, its
+accuracy and the questions it got wrong); everything else above is unchanged.
+
 Acceptance: a child may become the parent only if usable (valid, has code, finite score)
 and strictly better than the parent; a usable child also replaces an unusable parent
 (e.g. an initial program that failed), whatever the scores.
@@ -254,6 +258,9 @@ class GreedyProtocol(Protocol):
         )  # fmt: skip
 
     def _build_messages(self, parent: Child) -> list[dict[str, str]]:
+        own = getattr(self.task, "mutation_messages", None)  # a text task's own prompt
+        if own is not None and (messages := own(parent)) is not None:
+            return messages
         top, diverse = self._history_entries(parent)
         language = self.task.language
         return build_openevolve_messages(

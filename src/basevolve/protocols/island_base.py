@@ -135,16 +135,22 @@ class IslandProtocol(Protocol):
         self._replies[proposal.key] = reply_text
 
     def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
-        """Parse by ``proposal.meta["format"]`` with the one strict applier."""
+        """Parse by ``proposal.meta["format"]`` with the one strict applier.
+
+        A text artifact (``task.artifact == "text"``, issue 15) has no EVOLVE blocks: the
+        whole text is the evolvable region, so edits are not confined to markers.
+        """
         fmt = proposal.meta.get("format", "full")
         task = self.task
+        markers = getattr(task, "artifact", "program") == "program"
         if fmt == "diff":
             parsed = parse_diff_reply(proposal.parent_code, reply_text,
-                                      confine=bool(proposal.meta.get("confine", True)))
+                                      confine=markers and bool(proposal.meta.get("confine", True)))
         elif fmt in ("tagged_code", "tagged_diff"):
             parsed = parse_tagged_reply(proposal.parent_code, reply_text,
                                         body="CODE" if fmt == "tagged_code" else "DIFF",
-                                        language=task.language, entry=task.entry).parsed
+                                        language=task.language, entry=task.entry,
+                                        confine=markers).parsed
         else:
             parsed = parse_full_rewrite(reply_text, language=task.language, entry=task.entry)
         if parsed.code is None:

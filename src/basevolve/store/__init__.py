@@ -32,9 +32,14 @@ a real file):
    and a resume with a different task is refused unless allowed and recorded
    (:mod:`basevolve.tasks.identity`).
 
+9. **Evaluation cost.** A text task's answering-LLM calls (issue 15) are stored with
+   the program they scored (``eval_calls``, inserted in the program's transaction) and
+   summed in ``programs.eval_flops`` / ``eval_tokens``; they are not calls of C
+   (``calls`` holds only the mutation/judge/meta calls the budget counts).
+
 Tables: ``runs``, ``trajectories``, ``calls``, ``attempts``, ``programs``,
 ``allocations``, ``run_summary``, ``task_changes``, ``solutions`` (the best program's
-returned value, for pictures drawn without running code).  Tidy exports:
+returned value, for pictures drawn without running code), ``eval_calls``.  Tidy exports:
 :mod:`basevolve.store.export`.
 """
 

@@ -24,7 +24,8 @@ RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "bud
                 "budget_flops", "budget_tokens"]
 TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "cumulative_flops"]
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
-RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories")
+RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories",
+              "eval_calls")  # eval_calls: a text task's answering-LLM calls (issue 15)
 
 
 def _read(store_path: str | Path, sql: str, params: tuple = ()) -> pd.DataFrame:

@@ -189,10 +189,43 @@ def _m004_concurrency_and_purpose() -> str:
         """
 
 
+def _m005_evaluation_calls() -> str:
+    """Version 5 (issue 15): the evaluation cost of text tasks.
+
+    A ``prompt_optimization`` child is scored by asking an answering LLM every question
+    of its QA set.  Those calls are *evaluation* cost, not mutation calls: one row each
+    in ``eval_calls`` (tokens, FLOPs, latency, attempts, cache hit, the reply and the
+    extracted answer with its score), summed per program in ``programs.eval_flops`` /
+    ``programs.eval_tokens``.  ``cache_key`` (sha256 of the request and the sampling
+    settings) lets a resumed run reuse stored answers.  Program tasks write no rows.
+    """
+    return """
+        ALTER TABLE programs ADD COLUMN eval_flops REAL NOT NULL DEFAULT 0;
+        ALTER TABLE programs ADD COLUMN eval_tokens INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE eval_calls (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            program_id INTEGER NOT NULL REFERENCES programs(program_id),
+            idx INTEGER NOT NULL,
+            question_id TEXT,
+            cache_key TEXT NOT NULL,
+            cache_hit INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            reply TEXT, answer TEXT, gold TEXT, correct REAL,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            flops REAL NOT NULL DEFAULT 0, latency_s REAL, attempts INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            PRIMARY KEY (program_id, idx)
+        );
+        CREATE INDEX eval_calls_run ON eval_calls(run_id, cache_key);
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
 MIGRATIONS: tuple[Callable[[], str], ...] = (
-    _m001_initial, _m002_task_identity, _m003_solutions, _m004_concurrency_and_purpose)
+    _m001_initial, _m002_task_identity, _m003_solutions, _m004_concurrency_and_purpose,
+    _m005_evaluation_calls)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

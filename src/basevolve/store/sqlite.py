@@ -23,6 +23,10 @@ from basevolve.store.schema import inspect_file, migrate
 
 #: Largest solution value (JSON text) kept for pictures; bigger values are not stored.
 MAX_SOLUTION_BYTES = 1 << 20
+#: Columns of an ``eval_calls`` row a text task's evaluation provides (schema version 5).
+EVAL_CALL_FIELDS = ("idx", "question_id", "cache_key", "cache_hit", "status", "reply", "answer",
+                    "gold", "correct", "prompt_tokens", "cached_tokens", "completion_tokens",
+                    "flops", "latency_s", "attempts", "error")
 
 
 def _versions() -> dict[str, str]:
@@ -237,7 +241,14 @@ class RunStore:
 
     # -- programs -------------------------------------------------------------------
     def insert_program(self, run_id: str, *, code: str | None, score: float, valid: bool,
-                       generation: int, **row: Any) -> int:
+                       generation: int, eval_calls: Sequence[dict[str, Any]] = (),
+                       **row: Any) -> int:
+        """One program row (and, for a text task, its evaluation calls) in one transaction.
+
+        ``eval_calls``: one dict per answering-LLM request of the evaluation (keys of
+        the ``eval_calls`` table); the program's ``eval_flops`` / ``eval_tokens`` columns
+        are passed in ``row``.
+        """
         row = {
             "run_id": run_id, "code": code, "score": float(score), "valid": int(valid),
             "generation": generation, "created_at": time.time(),
@@ -247,7 +258,36 @@ class RunStore:
         if "metrics" in row:
             row["metrics_json"] = json.dumps(row.pop("metrics"), sort_keys=True)
         sql = f"INSERT INTO programs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
-        return self._tx([(sql, list(row.values()))])[0]
+        if not eval_calls:
+            return self._tx([(sql, list(row.values()))])[0]
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            pid = int(self.db.execute(sql, list(row.values())).lastrowid or 0)
+            self.db.executemany(
+                f"INSERT INTO eval_calls (run_id, program_id, {', '.join(EVAL_CALL_FIELDS)}) "
+                f"VALUES (?, ?, {', '.join('?' * len(EVAL_CALL_FIELDS))})",
+                [(run_id, pid, *(c.get(f) for f in EVAL_CALL_FIELDS)) for c in eval_calls])
+            self.db.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            self.db.execute("ROLLBACK")
+            raise StoreError(f"store refused a duplicate or inconsistent row: {exc}") from None
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        return pid
+
+    def eval_totals(self, run_id: str) -> dict[str, Any]:
+        """Evaluation cost of a run (text tasks; zeros otherwise): answering calls sent,
+        cache hits, and their FLOPs and tokens, as ``programs.eval_*`` sum them."""
+        r = self.db.execute(
+            "SELECT coalesce(sum(eval_flops), 0) f, coalesce(sum(eval_tokens), 0) t "
+            "FROM programs WHERE run_id=?", (run_id,)).fetchone()
+        n = self.db.execute(
+            "SELECT coalesce(sum(cache_hit = 0), 0) sent, coalesce(sum(cache_hit), 0) hits "
+            "FROM eval_calls WHERE run_id=?", (run_id,)).fetchone()
+        return {"eval_flops": float(r["f"]), "eval_tokens": int(r["t"]),
+                "eval_calls": int(n["sent"]), "eval_cache_hits": int(n["hits"])}
 
     # -- allocations ----------------------------------------------------------------
     def insert_allocation(self, run_id: str, *, seq: int, kind: str, pull_id: int,
@@ -322,7 +362,8 @@ class RunStore:
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
                 "completion_tokens": int(r["o"]), "flops": float(flops),
-                "flops_unmeasured": float(unmeasured), **self.decision_quality(run_id)}
+                "flops_unmeasured": float(unmeasured), **self.decision_quality(run_id),
+                **self.eval_totals(run_id)}
 
     def decision_quality(self, run_id: str) -> dict[str, Any]:
         """How often the allocator really chose (issue 9).

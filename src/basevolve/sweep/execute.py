@@ -8,6 +8,7 @@ the store is opened for writing.  Only then are runs started or resumed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ def check_names(sweep: SweepConfig) -> None:
     seen: set[tuple[str, Any]] = set()
     for run in sweep.runs:
         cfg = run.config
-        checks = (("task", cfg.task, lambda v: load_task(v)),
+        checks = (("task", (cfg.task, json.dumps(cfg.task_params, sort_keys=True)),
+                   lambda v: load_task(v[0], json.loads(v[1]))),
                   ("protocol", cfg.protocol, PROTOCOLS.get),
                   ("allocator", cfg.allocator, ALLOCATORS.get),
                   ("model", (cfg.model, cfg.params), lambda v: resolve_model(*v)))
@@ -60,7 +62,7 @@ def check_names(sweep: SweepConfig) -> None:
 
 
 def probe_endpoints(sweep: SweepConfig) -> None:
-    from basevolve.engine.runner import probe_endpoint
+    from basevolve.engine.endpoints import probe_endpoint
 
     for url in sorted({r.config.base_url for r in sweep.runs if r.config.base_url}):
         probe_endpoint(url)

@@ -52,17 +52,21 @@ class SharedClients:
 
 
 class TaskCache:
-    """Tasks loaded once per name (a user task file is imported once, not per run)."""
+    """Tasks loaded once per name and ``--task-param`` values (a user task file is
+    imported once, a QA dataset read once, not per run)."""
 
     def __init__(self) -> None:
-        self._tasks: dict[str, Any] = {}
+        self._tasks: dict[tuple[str, str], Any] = {}
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str, params: dict[str, Any] | None = None) -> Any:
+        import json
+
         from basevolve.tasks import load_task
 
-        if name not in self._tasks:
-            self._tasks[name] = load_task(name)
-        return self._tasks[name]
+        key = (name, json.dumps(params or {}, sort_keys=True))
+        if key not in self._tasks:
+            self._tasks[key] = load_task(name, params)
+        return self._tasks[key]
 
 
 async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunStore,
@@ -82,7 +86,7 @@ async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunSt
     async def one(p: PlannedRun) -> None:
         run = p.run
         client = LimitedClient(clients.get(run.config), limiters[run.endpoint], p.rank)
-        task = tasks.get(run.config.task)
+        task = tasks.get(run.config.task, run.config.task_params)
         progress.started_run(run.run_id)
         try:
             if p.action == "resume":

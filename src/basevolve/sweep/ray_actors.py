@@ -98,7 +98,7 @@ class NodeRunner:
         cfg = RunConfig.from_dict(cfg_dict)
         pool = await self._pool()
         client = LimitedClient(self.clients.get(cfg), RayLimiter(limiter, owner), rank)
-        task = self.tasks.get(cfg.task)
+        task = self.tasks.get(cfg.task, cfg.task_params)
         started = time.monotonic()
         with RunStore(self.scratch / f"{cfg.run_id}.sqlite") as store:
             row = store.get_run(cfg.run_id)

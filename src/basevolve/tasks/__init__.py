@@ -9,7 +9,8 @@ Public API::
     task.draw(value, "best.png")               # picture of a solution
 
 Importing this package registers the built-ins in :data:`TASKS` (paper, Appendix
-"Task Details"): ``circle_packing``, ``min_max_distance``, ``heilbronn_triangle``.
+"Task Details"): ``circle_packing``, ``min_max_distance``, ``heilbronn_triangle``, and
+the text task ``prompt_optimization`` (appendix, Table "LPO"; ``--task-param`` keys).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from basevolve.tasks import (  # noqa: F401  (imported to register the built-ins
     circle_packing,
     heilbronn_triangle,
     min_max_distance,
+    prompt_optimization,
 )
 from basevolve.tasks.base import REFERENCE_TOL, STRICT_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.text import TextTask
 from basevolve.tasks.user_task import check_task, load_task, load_task_file
 
 
@@ -34,6 +37,7 @@ __all__ = [
     "TASKS",
     "ScoreResult",
     "Task",
+    "TextTask",
     "check_task",
     "get_task",
     "load_task",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from basevolve.params import Param
 from basevolve.records import Evaluation, ExecResult, ExecStatus
 from basevolve.registry import Registry
 
@@ -72,7 +73,11 @@ class Task(ABC):
         result = basevolve.run(task=Squares(), budget=8, base_url=...)
 
     Class attributes: ``name`` and ``entry`` (required, non-empty), ``description``,
-    ``timeout_s`` (seconds per evaluation, default 60) and ``language``.  Plain class
+    ``timeout_s`` (seconds per evaluation, default 60) and ``language``.  ``artifact`` is
+    ``"program"`` here; text tasks (a prompt template evolved instead of code, issue 15)
+    derive from ``basevolve.tasks.text.TextTask``.  ``PARAMS`` declares the task's
+    ``--task-param`` keys (none by default); a task that declares any is built with them
+    as keyword arguments.  Plain class
     attributes may stand in for the ``initial_program`` / ``system_message``
     properties.  :meth:`draw` is optional (a PNG of a solution, used for ``best.png``).
     Scores are normalised fitness: 1.0 is the best published value for the paper's
@@ -84,6 +89,14 @@ class Task(ABC):
     description: ClassVar[str] = ""
     timeout_s: ClassVar[float] = 60.0
     language: ClassVar[str] = "python"
+    artifact: ClassVar[str] = "program"  # or "text" (basevolve.tasks.text.TextTask)
+    PARAMS: ClassVar[tuple[Param, ...]] = ()  # declared --task-param keys
+
+    def identity_parts(self) -> tuple[str, ...]:
+        """Extra text the task's stored identity hashes (besides its source, initial
+        program and system message): e.g. a dataset's digest and the task parameters, so
+        that a resume with other data is noticed (:mod:`basevolve.tasks.identity`)."""
+        return ()
 
     @property
     @abstractmethod

@@ -12,7 +12,10 @@ every run:
   (so the scorer a run used can be read back even after the file changed);
 * for a built-in task: the basevolve version and a SHA-256 over the task module's source,
   its initial program and its system message (an upgrade that changes a built-in scorer
-  is a task change too).
+  is a task change too);
+* in every case, what :meth:`~basevolve.tasks.base.Task.identity_parts` adds: for
+  ``prompt_optimization`` the digest of its QA items and its ``--task-param`` values,
+  so a resume against an edited dataset is refused like an edited scorer.
 
 :func:`check_resume` compares the stored identity with the task as it is now and refuses
 a changed one unless the user explicitly allows it (``--allow-task-change``); the
@@ -75,13 +78,17 @@ def task_identity(spec: str, task: Task) -> TaskIdentity:
 
         module = sys.modules[type(task).__module__]
         digest = hashlib.sha256()
-        for part in (inspect.getsource(module), task.initial_program, task.system_message):
+        for part in (inspect.getsource(module), task.initial_program, task.system_message,
+                     *task.identity_parts()):
             digest.update(part.encode())
             digest.update(b"\0")
         return TaskIdentity(task.name, "builtin", digest.hexdigest(), version=__version__)
     path = Path(spec).expanduser().resolve()
     data = path.read_bytes()
-    return TaskIdentity(task.name, "file", hashlib.sha256(data).hexdigest(), path=str(path),
+    digest = hashlib.sha256(data)
+    for part in task.identity_parts():  # e.g. a dataset and the --task-param values
+        digest.update(b"\0" + part.encode())
+    return TaskIdentity(task.name, "file", digest.hexdigest(), path=str(path),
                         source=data.decode("utf-8", errors="replace"))
 
 
@@ -99,7 +106,7 @@ def object_identity(task: Task) -> TaskIdentity:
         source = None
     digest = hashlib.sha256()
     for part in (source or "", task.name, task.entry, repr(task.timeout_s),
-                 task.initial_program, task.system_message):
+                 task.initial_program, task.system_message, *task.identity_parts()):
         digest.update(part.encode())
         digest.update(b"\0")
     return TaskIdentity(task.name, "object", digest.hexdigest(), source=source)

@@ -23,21 +23,28 @@ import hashlib
 import importlib.util
 import inspect
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from basevolve.errors import TaskError
+from basevolve.errors import ConfigError, TaskError
+from basevolve.params import parse_params
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks.base import TASKS, Task
 
 
-def load_task(spec: str | Path) -> Task:
-    """A ready task instance for ``spec``: a registered task name or a ``.py`` file path."""
+def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task:
+    """A ready task instance for ``spec``: a registered task name or a ``.py`` file path.
+
+    ``params``: the run's ``--task-param`` values, checked against the task's declared
+    ``PARAMS`` (a task that declares none refuses any).
+    """
     text = str(spec)
     if text in TASKS:
-        return TASKS.get(text)()
+        return build_task(TASKS.get(text), params)
     path = Path(text).expanduser()
     if path.suffix == ".py" or path.exists():
-        return load_task_file(path)
+        return load_task_file(path, params)
     known = ", ".join(TASKS.names())
     raise TaskError(
         f"unknown task {text!r}; known: {known} (or give the path of a .py file defining"
@@ -45,7 +52,33 @@ def load_task(spec: str | Path) -> Task:
     )
 
 
-def load_task_file(path: Path) -> Task:
+def build_task(cls: type[Task], params: Mapping[str, Any] | None = None,
+               where: str = "") -> Task:
+    """``cls(**params)`` for a task that declares ``PARAMS``, else ``cls()``.
+
+    Why refuse parameters a task does not declare: a ``--task-param`` that silently did
+    nothing would leave the user believing it took effect.
+    """
+    if params and not cls.PARAMS:
+        raise ConfigError(f"task {getattr(cls, 'name', cls.__name__)!r}{where} takes no "
+                          f"--task-param; got {', '.join(sorted(params))}")
+    return cls(**dict(params or {})) if cls.PARAMS else cls()
+
+
+def task_params_of(spec: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The typed ``--task-param`` values of the task ``spec`` names (built-in tasks; a
+    task file's values are checked when it is loaded).  Empty for no params."""
+    if not params:
+        return {}
+    if spec in TASKS:
+        cls = TASKS.get(spec)
+        if not cls.PARAMS:
+            build_task(cls, params)  # raises the "takes no --task-param" error
+        return parse_params(cls.PARAMS, params, spec, flag="--task-param", what="task")
+    return dict(params)
+
+
+def load_task_file(path: Path, params: Mapping[str, Any] | None = None) -> Task:
     """Import a user task file and instantiate its single Task subclass."""
     if not path.is_file():
         raise TaskError(f"task file {str(path)!r} does not exist")
@@ -82,7 +115,9 @@ def load_task_file(path: Path) -> Task:
         )
     cls = classes[0]
     try:
-        task = cls()
+        task = build_task(cls, params, f" in {str(path)!r}")
+    except (ConfigError, TaskError):
+        raise
     except Exception as exc:
         raise TaskError(
             f"task class {cls.__name__} in {str(path)!r} cannot be built with no"

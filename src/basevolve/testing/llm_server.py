@@ -58,8 +58,10 @@ from basevolve.testing._handler import make_handler
 from basevolve.testing.faults import Fault
 
 ReplyFn = Callable[[dict[str, Any], int], str]
-#: ``--reply-function`` names -> functions of :mod:`basevolve.testing.replies`
-REPLY_FUNCTIONS = {"island": "island_reply", "packing": "seeded_packing_reply"}
+#: ``--reply-function`` names -> ``module:function`` of the scripted reply functions
+REPLY_FUNCTIONS = {"island": "basevolve.testing.replies:island_reply",
+                   "packing": "basevolve.testing.replies:seeded_packing_reply",
+                   "qa": "basevolve.testing.qa_replies:qa_reply"}
 
 
 class LatencyModel(Protocol):
@@ -382,9 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"{args.replies_file} must hold a JSON list of strings")
     chosen: Sequence[str] | ReplyFn | None = replies
     if args.reply_function:
-        from basevolve.testing import replies as reply_module
+        import importlib
 
-        chosen = getattr(reply_module, REPLY_FUNCTIONS[args.reply_function])
+        module, _, name = REPLY_FUNCTIONS[args.reply_function].partition(":")
+        chosen = getattr(importlib.import_module(module), name)
     srv = LLMTestServer(
         chosen,
         latency_s=args.latency,

@@ -1,0 +1,131 @@
+"""Reaching an LLM endpoint before anything is stored (issue 4; issue 12, items 3 and 6).
+
+Why a module of its own: the run entry points (:mod:`basevolve.engine.runner`), sweeps
+and a text task's answering model (:mod:`basevolve.engine.text_eval`) all check an
+endpoint the same way before the store is written -- "bad input leaves the store
+untouched" -- and name the options to fix in their messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from basevolve.errors import ConfigError, LLMError
+
+Notify = Callable[[str], None]
+
+
+def probe_endpoint(base_url: str, timeout_s: float = 5.0, *,
+                   what: str = "LLM endpoint") -> None:
+    """Fail fast if nothing answers at ``base_url`` (GET ``{base_url}/models``).
+
+    Any HTTP answer (even 401/404) proves a server is listening; only a connection
+    failure or timeout is an error, so servers without ``/models`` still work.  ``what``
+    names the endpoint in the message (the mutation model's, or a text task's answering
+    model's).
+    """
+    url = base_url.rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):
+            pass
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        fix = "--base-url" if what == "LLM endpoint" else "its URL"
+        raise LLMError(
+            f"cannot reach the {what} {base_url!r} ({reason}); start the server or fix {fix}"
+        ) from None
+
+
+def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
+    """The model ids ``GET {base_url}/models`` lists; None when the server gives no list.
+
+    Raises :class:`LLMError` when nothing answers (as :func:`probe_endpoint`).  The API
+    key (``OPENAI_API_KEY``) is sent when set, as hosted endpoints require it here too.
+    """
+    url = base_url.rstrip("/") + "/models"
+    request = urllib.request.Request(url)
+    key = os.environ.get("OPENAI_API_KEY")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            body = json.loads(response.read() or b"null")
+    except urllib.error.HTTPError:
+        return None
+    except ValueError:  # not JSON
+        return None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise LLMError(f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the "
+                       "server or fix --base-url") from None
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+
+
+def model_for_endpoint(base_url: str, params: float | None,
+                       flags: tuple[str, str, str] = ("--base-url", "--model", "--params")) -> str:
+    """The model to use with ``--base-url`` and no ``--model``: the one the server serves.
+
+    Why not a default: a run labelled ``embedded`` would count FLOPs with the embedded
+    model's 1.54B parameters for whatever the server runs (issue 12, item 3).  The served
+    id is looked up in the catalog (``basevolve models``); an uncatalogued one needs
+    ``--params``.  A server that lists no model, or several, is refused naming ``--model``.
+    ``flags`` names the three options in messages (a text task's answering endpoint is
+    set by ``--task-param answer_base_url`` / ``answer_model`` / ``answer_params``).
+    """
+    from basevolve.llm.catalog import resolve_model
+
+    url_flag, model_flag, params_flag = flags
+    ids = served_models(base_url)
+    if not ids:
+        raise ConfigError(f"{url_flag} {base_url} does not list its models (GET /models); pass "
+                          f"{model_flag} (the served model name, e.g. Qwen/Qwen3-8B) and, for a "
+                          f"model not in `basevolve models`, {params_flag} (e.g. 8B)")
+    if len(ids) > 1:
+        raise ConfigError(f"{url_flag} {base_url} serves {len(ids)} models "
+                          f"({', '.join(ids[:6])}); pick one with {model_flag}")
+    try:
+        resolve_model(ids[0], params)
+    except ConfigError:
+        raise ConfigError(f"{url_flag} {base_url} serves {ids[0]!r}, which is not in the "
+                          "catalog (`basevolve models`): pass its active parameter count so "
+                          f"FLOPs can be counted, e.g. {params_flag} 8B (or {model_flag} NAME)"
+                          ) from None
+    return ids[0]
+
+
+def load_model(client: Any, notify: Notify) -> None:
+    """Load an embedded model now, saying so, instead of silently inside the first call.
+
+    Why: on a first run the model load (and, once, joining its weight parts) is the
+    longest silent step; a user who sees nothing for a minute assumes a hang (issue 12,
+    item 6).  Loading before the store is written also keeps "bad input leaves the store
+    untouched" true for a broken model installation.
+    """
+    load = getattr(client, "load", None)
+    if load is None:
+        return
+    import time
+
+    from basevolve.llm.weights import WEIGHTS
+
+    spec = client.model_spec
+    size = WEIGHTS.get(spec.weights).size if spec.weights in WEIGHTS else None
+    shown = f" ({size / 1e9:.1f} GB)" if size else ""
+    notify(f"loading the embedded model {spec.served_id}{shown} …")
+    t0 = time.monotonic()
+    asyncio.run(load())
+    notify(f"model loaded in {time.monotonic() - t0:.1f} s")
+
+
+__all__ = ["load_model", "model_for_endpoint", "probe_endpoint", "served_models"]
