@@ -41,9 +41,25 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+def _load_npy(blob: bytes) -> Any:
+    """``np.load`` of a ``.npy`` blob, retried once on ``SystemError``.
+
+    Why: numpy parses the ``.npy`` header with :func:`ast.literal_eval`, and CPython
+    3.11's AST depth counter is not thread-safe (python/cpython#106905): with results
+    decoded in worker threads while the event loop parses replies, ``ast`` can raise a
+    spurious "AST constructor recursion depth mismatch" that says nothing about the bytes
+    (seen once in 52,800 evaluations of the example-report sweep, scoring a valid program
+    0).  The reply parser retries its ``ast.parse`` for the same reason.
+    """
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except SystemError:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+
+
 def _decode_array(blob: bytes) -> np.ndarray:
     try:
-        arr = np.load(io.BytesIO(blob), allow_pickle=False)
+        arr = _load_npy(blob)
     except Exception as exc:  # numpy raises several types on malformed .npy bytes
         raise DecodeError(
             f"array blob is not a valid .npy without pickles ({type(exc).__name__})"
