@@ -183,6 +183,19 @@ def lineage(programs: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list
             for p in programs if p["program_id"] in keep]
 
 
+def _eval_totals(store: ReadOnlyStore, run_id: str) -> dict[str, Any]:
+    """A text task's evaluation cost (issue 15): answering calls sent, cache hits, FLOPs
+    and tokens; zeros for program tasks and stores older than schema version 5."""
+    if not store.has("eval_calls"):
+        return {"eval_calls": 0, "eval_cache_hits": 0, "eval_flops": 0.0, "eval_tokens": 0}
+    cost = store.one("SELECT coalesce(sum(eval_flops), 0), coalesce(sum(eval_tokens), 0) "
+                     "FROM programs WHERE run_id = ?", (run_id,))
+    calls = store.one("SELECT coalesce(sum(cache_hit = 0), 0), coalesce(sum(cache_hit), 0) "
+                      "FROM eval_calls WHERE run_id = ?", (run_id,))
+    return {"eval_calls": calls[0], "eval_cache_hits": calls[1], "eval_flops": cost[0],
+            "eval_tokens": cost[1]}
+
+
 def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     """Everything the run page draws (module doc), or None for an unknown run."""
     run = run_header(store, run_id)
@@ -230,6 +243,7 @@ def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
         "best_score": None if best is None else best["score"],
         "best_program_id": None if best is None else best["program_id"],
         "initial_score": None if initial is None else initial["score"],
+        **_eval_totals(store, run_id),
     }
     columns = CALL_COLUMNS + (("purpose",) if store.has("calls", "purpose") else ())
     return {

@@ -77,6 +77,8 @@ def rows_sql(store: ReadOnlyStore) -> str:
     return f"""
         SELECT r.run_id, r.status, r.task, r.model, r.protocol, r.allocator, r.arms,
                r.budget, r.depth, r.breadth, r.seed, r.created_at, r.updated_at,
+               json_extract(r.config_json, '$.budget_flops') AS budget_flops,
+               json_extract(r.config_json, '$.budget_tokens') AS budget_tokens,
                {sweep_sql(store)} AS sweep, {derived} {FROM}"""
 
 

@@ -72,6 +72,11 @@ const BV = (() => {
 
   const num = (v, digits = 4) => (v === null || v === undefined ? "-" : Number(v).toFixed(digits));
   const sci = (v) => (v === null || v === undefined ? "-" : Number(v).toExponential(3));
+  // A run budgeted in FLOPs or tokens (issue 16) has no C: its "budget" column holds only
+  // a call cap, so show the budget in its own unit instead.  `c` is a run row or config.
+  const costBudget = (c) => Boolean(c && (c.budget_flops || c.budget_tokens));
+  const budgetText = (c, calls) => (c && c.budget_flops ? sci(c.budget_flops) + " FLOPs"
+    : c && c.budget_tokens ? int(c.budget_tokens) + " tokens" : String(calls));
   const int = (v) => (v === null || v === undefined ? "-" : Number(v).toLocaleString("en-US"));
   const pct = (a, b) => (b ? (100 * a / b).toFixed(1) + "%" : "-");
   function time(epoch) {
@@ -189,5 +194,5 @@ const BV = (() => {
   const params = () => new URLSearchParams(location.search);
 
   return {visible, text, el, clear, fill, add, banner, json, num, sci, int, pct, time, runLink, sweepLink,
-          table, section, kv, chart, chartBox, live, params, PALETTE};
+          table, section, kv, chart, chartBox, live, params, PALETTE, costBudget, budgetText};
 })();

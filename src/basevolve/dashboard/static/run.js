@@ -42,14 +42,19 @@
       ["task / model", `${r.task} / ${r.model}`],
       ["protocol", r.protocol],
       ["allocator / K", `${r.allocator} / ${r.arms}`],
-      ["budget C / depth T / breadth N", `${r.budget} / ${r.depth} / ${r.breadth}`],
+      BV.costBudget(r.config) ? ["budget / breadth N", `${BV.budgetText(r.config, r.budget)} / ${r.breadth}`]
+        : ["budget C / depth T / breadth N", `${r.budget} / ${r.depth} / ${r.breadth}`],
       ["seed", r.seed],
-      ["calls done / C", el("span", {id: "calls-done"}, `${int(t.calls_done)} / ${int(r.budget)}`)],
+      BV.costBudget(r.config) ? ["calls done", el("span", {id: "calls-done"}, `${int(t.calls_done)}`)]
+        : ["calls done / C", el("span", {id: "calls-done"}, `${int(t.calls_done)} / ${int(r.budget)}`)],
       ["in flight / lost / failed / retries", `${t.calls_pending} / ${t.calls_lost} / ${t.calls_failed} / ${t.retries}`],
       ["best score (initial)", el("span", {id: "best-score"}, `${num(t.best_score)} (${num(t.initial_score)})`)],
       ["valid children", `${int(t.valid)} / ${int(t.children)} (${pct(t.valid, t.children)})`],
       ["effective FLOPs", sci(t.flops)],
       ["tokens prompt / cached / completion", `${int(t.prompt_tokens)} / ${int(t.cached_tokens)} / ${int(t.completion_tokens)}`],
+      (t.eval_calls || t.eval_cache_hits) ? ["evaluation calls (cache hits), FLOPs / tokens",
+        `${int(t.eval_calls)} (${int(t.eval_cache_hits)}), ${sci(t.eval_flops)} / ${int(t.eval_tokens)}` +
+        ((r.config || {}).count_eval_calls ? ", charged to the budget" : ", not charged to the budget")] : null,
       ["started / updated", `${time(r.created_at)} / ${time(r.updated_at)}`],
       r.task_sha256 ? ["task identity", `${r.task_kind || "?"} ${r.task_version || r.task_path || ""} sha256 ${String(r.task_sha256).slice(0, 12)}`] : null,
     ].filter(Boolean)));
