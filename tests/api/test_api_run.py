@@ -181,10 +181,13 @@ def test_cancelling_run_async_interrupts_and_resume_async_finishes(server, tmp_p
     assert r.resumed and _ledger(store, "c") == (8, "finished")
 
 
-def test_interrupting_a_blocking_run_inside_a_loop_stops_it(server, tmp_path):
+def test_interrupting_a_blocking_run_inside_a_loop_stops_it(tmp_path):
     """The kernel's interrupt (SIGINT -> KeyboardInterrupt in the main thread) while a
     notebook cell waits on basevolve.run: the worker-thread run stops at its next call,
-    is stored as interrupted, and the cell gets the KeyboardInterrupt."""
+    is stored as interrupted, and the cell gets the KeyboardInterrupt.
+
+    The server answers after 0.2 s: the waiting cell sees the interrupt within one 0.25 s
+    wait, so the 6 calls left (>= 1.2 s) cannot all finish first, however fast the box."""
     import _thread
 
     store = tmp_path / "s.sqlite"
@@ -195,16 +198,17 @@ def test_interrupting_a_blocking_run_inside_a_loop_stops_it(server, tmp_path):
             fired.append(1)
             _thread.interrupt_main()  # what ipykernel's SIGINT does to the waiting cell
 
-    async def cell():
-        basevolve.run(TASK, 8, base_url=server.base_url, store=store, run_id="k",
-                      max_in_flight=1, progress=tick)
+    async def cell(url):
+        basevolve.run(TASK, 8, base_url=url, store=store, run_id="k", max_in_flight=1,
+                      progress=tick)
 
-    loop = asyncio.new_event_loop()  # no asyncio.Runner: its SIGINT handler is not Jupyter's
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(cell())
-    finally:
-        loop.close()
-    counted, status = _ledger(store, "k")
-    assert status == "interrupted" and 2 <= counted < 8
-    assert basevolve.resume("k", store=store, progress=False).calls_completed == 8
+    with LLMTestServer(latency_s=0.2) as server:
+        loop = asyncio.new_event_loop()  # no asyncio.Runner: its SIGINT handler is not Jupyter's
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                loop.run_until_complete(cell(server.base_url))
+        finally:
+            loop.close()
+        counted, status = _ledger(store, "k")
+        assert status == "interrupted" and 2 <= counted < 8
+        assert basevolve.resume("k", store=store, progress=False).calls_completed == 8
