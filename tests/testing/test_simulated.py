@@ -5,26 +5,19 @@ rates, replies repeat per seed, and the server answers with real usage."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from basevolve.prompts.openevolve import build_openevolve_messages
 from basevolve.prompts.parse import extract_program
-from basevolve.sandbox import SandboxConfig, SandboxPool
+from basevolve.sandbox import SandboxPool
 from basevolve.tasks import load_task
 from basevolve.testing.sim import MODELS, SimulatedLLM, TokenRateLatency, simulated_server
 from basevolve.testing.sim.mmd import attractor_fitness
 
 FAMILIES = [(t, f.name) for t, m in MODELS.items() for f in m.families]
 TOL = 1e-6
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(SandboxConfig(workers=1)) as p:
-        yield p
 
 
 def prompt(task: str, code: str, fitness: float, seed: int) -> dict:

@@ -1,10 +1,14 @@
 """A simulated mutation LLM for the built-in tasks (issue 13).
 
-:class:`SimulatedLLM` turns an OpenEvolve-style prompt into a reply holding a real
-Python program from one of the task's algorithmic families (paper, Appendix "Case
-Studies"); :func:`simulated_server` serves it over the OpenAI protocol through the
-project's test server.  The model and its parameters are documented in
-:mod:`basevolve.testing.sim.model`.  ``basevolve simulate-server`` is the command line.
+:class:`SimulatedLLM` turns a protocol's prompt into a reply holding a real Python
+program from one of the task's algorithmic families (paper, Appendix "Case Studies"), in
+the format the prompt asks for: OpenEvolve's full rewrite (greedy, BaSE) or diff,
+CodeEvolve's SEARCH/REPLACE edits and meta-prompt edits, ShinkaEvolve's
+NAME / DESCRIPTION / DIFF or CODE replies and novelty verdicts (:mod:`.request` reads
+the request, :mod:`.formats` writes the reply); :func:`simulated_server` serves it over
+the OpenAI protocol through the project's test server.  The model and its parameters
+are documented in :mod:`basevolve.testing.sim.model`; ``basevolve simulate-server`` is
+the command line.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from basevolve.prompts.diff import END_MARKER, START_MARKER, evolve_blocks
+
 Render = Callable[[np.random.Generator, float, bool], tuple[str, Any]]
 
 
@@ -113,6 +115,27 @@ def bisect(fn: Callable[[float], float], target: float, a: float, b: float,
 
 
 def program(doc: str, imports: str, helpers: str, entry: str, body: str) -> str:
-    """An emitted program in the layout of the task's initial program (EVOLVE block)."""
-    return (f'"""{doc}"""\n\n{imports}\n\n\n{helpers}\n\n\n# EVOLVE-BLOCK-START\n'
-            f"def {entry}():\n{body.rstrip()}\n\n\n# EVOLVE-BLOCK-END\n")
+    """An emitted program in the layout of the task's initial program (EVOLVE block).
+
+    This is the full-rewrite layout (OpenEvolve's template, greedy): the helpers sit above
+    the EVOLVE block.  A reply that may change only the EVOLVE block (CodeEvolve,
+    ShinkaEvolve) carries :func:`evolve_body` of this program instead.
+    """
+    return (f'"""{doc}"""\n\n{imports}\n\n\n{helpers}\n\n\n# {START_MARKER}\n'
+            f"def {entry}():\n{body.rstrip()}\n\n\n# {END_MARKER}\n")
+
+
+def evolve_body(code: str) -> str:
+    """Everything a program written by :func:`program` needs -- its imports, helpers and
+    entry function, its docstring as a comment -- as the body of one EVOLVE block.
+
+    Why: the island protocols' replies may change only the text between the EVOLVE
+    markers (paper, Appendix "Prompts" -> CodeEvolve / ShinkaEvolve), so a child of
+    another family must bring its helpers *inside* the block, while the parent's text
+    outside the block (the task's docstring, imports and ``__main__`` guard) stays.
+    """
+    (start, end), = evolve_blocks(code)[:1]
+    head = code[:start].splitlines(keepends=True)[:-1]  # without the START marker line
+    if head and head[0].startswith('"""') and head[0].rstrip().endswith('"""'):
+        head[0] = "# " + head[0].strip().strip('"') + "\n"
+    return "".join(head) + code[start:end]

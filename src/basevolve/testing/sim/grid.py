@@ -1,15 +1,17 @@
-"""Run many engine runs against simulated LLM servers, several at a time (issue 13).
+"""Simulated LLM servers as processes, and many engine runs against them (issue 13).
 
-This drives :func:`basevolve.engine.runner.start_run` directly -- the real engine, real
-sandbox pool, real SQLite store, real OpenAI client talking HTTP to
-``basevolve simulate-server`` processes -- because ``basevolve sweep`` has not landed
-yet.  A job is a plain ``RunConfig`` dict plus tags, so moving to the sweep command is a
-change of this one function (write the grid as a sweep file, run it, read the stores).
+:func:`simulators` starts ``basevolve simulate-server`` processes, one per (task,
+capability), and yields their URLs: the endpoints of a ``basevolve sweep`` over the
+simulator (``benchmarks/allocation_quality.py`` writes its grid as a sweep file) or of
+the example report.  :func:`run_grid` predates the sweep command and drives
+:func:`basevolve.engine.runner.start_run` directly -- the real engine, real sandbox
+pool, real SQLite store, real OpenAI client talking HTTP to the simulators; it remains
+for ``benchmarks/advise_simulated.py``.  A job is a plain ``RunConfig`` dict plus tags.
 
-Layout: one simulator *process* per (task, capability) (like a real inference server,
-and off this process's GIL); ``workers`` worker processes, each with one warm sandbox
-pool and its own store file ``runs-<pid>.sqlite`` in ``out_dir`` (one writer per SQLite
-file), each running its share of the jobs one after another.
+Layout of :func:`run_grid`: one simulator *process* per (task, capability) (like a real
+inference server, and off this process's GIL); ``workers`` worker processes, each with
+one warm sandbox pool and its own store file ``runs-<pid>.sqlite`` in ``out_dir`` (one
+writer per SQLite file), each running its share of the jobs one after another.
 """
 
 from __future__ import annotations

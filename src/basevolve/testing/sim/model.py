@@ -3,9 +3,16 @@
 One reply, given the request's seed (everything is drawn from
 ``np.random.default_rng([seed, capability])``, so a request repeats exactly):
 
-1. **Read the parent** from the prompt, as a real model would see it: the program under
-   "# Current Program" gives the parent's *family* (:meth:`TaskModel.classify`, by the
-   code it contains) and the "- Fitness:" line gives its score.
+1. **Read the request** from the prompt, as a real model would see it
+   (:mod:`basevolve.testing.sim.request`): the reply format asked for (OpenEvolve's full
+   rewrite or diff, CodeEvolve's SEARCH/REPLACE, ShinkaEvolve's tagged DIFF or CODE, a
+   novelty judge, a meta prompt) and the parent -- in OpenEvolve's template the program
+   under "# Current Program" and the "- Fitness:" line; in CodeEvolve's chat and
+   ShinkaEvolve's messages the target / current program and its "- combined_score:".
+   The parent's code gives its *family* (:meth:`TaskModel.classify`, by the code it
+   contains).  A judge answers NOVEL with probability ``judge_novel_rate`` (0.3); a meta
+   prompt gets one SEARCH/REPLACE edit inside its PROMPT-BLOCK (prose at the broken
+   rate); neither draws a decision.
 2. **Broken reply** with probability ``broken_rate`` (default 0.08): prose without code,
    a syntax error, or the right program under the wrong entry-function name -- the
    failure modes the embedded model showed (prompt text echoed into code, missing entry).
@@ -30,7 +37,12 @@ One reply, given the request's seed (everything is drawn from
    * the output is valid with probability ``G.valid`` (else the program returns data
      the real scorer rejects: fitness 0).
 5. **Render** a real program of the family that returns an output scoring that fitness
-   (see the family modules), wrapped in a short answer with one fenced code block.
+   (see the family modules), in the requested format: for OpenEvolve's template a short
+   answer with one fenced code block; for the island formats the child is the parent
+   with its EVOLVE block replaced by the family program's body, given as SEARCH/REPLACE
+   edits of that block or as the whole program in a ``<CODE>`` section
+   (:mod:`basevolve.testing.sim.formats`).  Steps 2-4 and the family program's own draws
+   are the same in every format: one seed gives one child, however it is asked for.
 
 The parameters (per-family tables in :mod:`.cp`, :mod:`.mmd`, :mod:`.ht`) encode the
 case studies' facts: ranges and ceilings, which family is the trap, how long runs stay
@@ -41,7 +53,6 @@ generations).  They were set from those facts, not from any benchmark outcome.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,13 +60,16 @@ import numpy as np
 
 from basevolve.errors import ConfigError
 from basevolve.testing.sim import cp, ht, mmd
+from basevolve.testing.sim import formats as F
 from basevolve.testing.sim.families import Family, TaskModel
+from basevolve.testing.sim.request import content, parent_of, read_request
 
 MODELS: dict[str, TaskModel] = {m.task: m for m in (cp.MODEL, mmd.MODEL, ht.MODEL)}
 BROKEN_KINDS = ("prose", "syntax", "wrong_entry")
-_CURRENT = re.compile(r"# Current Program\s*\n```[\w+-]*\n(.*?)\n```", re.DOTALL)
-_FITNESS = re.compile(r"^- Fitness: *(\S+)", re.MULTILINE)
-_FENCE = re.compile(r"```[\w+-]*\n(.*?)\n```", re.DOTALL)
+#: P(a novelty judge answers NOVEL).  ShinkaEvolve asks its judge only about a child
+#: that is already near-identical to a program of its island, so most answers are NOT
+#: NOVEL; the rate is a stated choice, not a fact from the paper.
+JUDGE_NOVEL_RATE = 0.3
 
 
 @dataclass(frozen=True)
@@ -72,26 +86,23 @@ class Decision:
 
 @dataclass(frozen=True)
 class Reply:
+    """One reply: its text, the decision behind it (``None`` for a judge or meta-prompt
+    reply), what the child program returns (``None`` for prose and text replies), the
+    request's format (:data:`basevolve.testing.sim.request.KINDS`) and, for island
+    formats, the child program the reply makes of the parent (``None`` otherwise)."""
+
     text: str
-    decision: Decision
-    value: Any  # what the program returns (None for prose)
-
-
-def _content(body: dict[str, Any]) -> str:
-    parts = []
-    for m in body.get("messages") or []:
-        c = m.get("content")
-        if isinstance(c, str):
-            parts.append(c)
-        elif isinstance(c, list):
-            parts.extend(str(p.get("text", "")) for p in c if isinstance(p, dict))
-    return "\n".join(parts)
+    decision: Decision | None
+    value: Any
+    format: str = "full"
+    program: str | None = None
 
 
 class SimulatedLLM:
     """The reply model for one task; callable as the test server's ``replies``."""
 
-    def __init__(self, task: str, *, capability: float = 1.0, broken_rate: float = 0.08) -> None:
+    def __init__(self, task: str, *, capability: float = 1.0, broken_rate: float = 0.08,
+                 judge_novel_rate: float = JUDGE_NOVEL_RATE) -> None:
         if task not in MODELS:
             raise ConfigError(
                 f"--task {task!r} has no simulator; choose one of {', '.join(sorted(MODELS))}")
@@ -99,26 +110,19 @@ class SimulatedLLM:
             raise ConfigError(f"--capability must be > 0 (1 = default model), got {capability}")
         if not 0 <= broken_rate < 1:
             raise ConfigError(f"--broken-rate must be in [0, 1), got {broken_rate}")
+        if not 0 <= judge_novel_rate <= 1:
+            raise ConfigError(f"judge_novel_rate must be in [0, 1], got {judge_novel_rate}")
         self.model = MODELS[task]
         self.capability = float(capability)
         self.broken_rate = float(broken_rate)
+        self.judge_novel_rate = float(judge_novel_rate)
 
     # ------------------------------------------------------------------ reading
     def read_parent(self, body: dict[str, Any]) -> tuple[str, float]:
-        """(family, fitness) of the parent shown in the prompt."""
-        text = _content(body)
-        m = _CURRENT.search(text)
-        if m is None:
-            blocks = _FENCE.findall(text)
-            code = blocks[-1] if blocks else ""
-        else:
-            code = m.group(1)
-        f = _FITNESS.search(text)
-        try:
-            fitness = float(f.group(1)) if f else 0.0
-        except ValueError:
-            fitness = 0.0
-        return self.model.classify(code), fitness if np.isfinite(fitness) else 0.0
+        """(family, fitness) of the parent shown in the prompt (any protocol's prompt,
+        :mod:`basevolve.testing.sim.request`)."""
+        code, fitness = parent_of(content(body))
+        return self.model.classify(code), fitness
 
     # ----------------------------------------------------------------- deciding
     def switch_probabilities(self, parent_family: str) -> dict[str, float]:
@@ -153,21 +157,37 @@ class SimulatedLLM:
         return Decision(kind, parent_family, g.name, switched, g.fitness_at(u), valid)
 
     # ---------------------------------------------------------------- rendering
-    def render(self, d: Decision, rng: np.random.Generator) -> Reply:
+    def render(self, d: Decision, rng: np.random.Generator, fmt: str = "full",
+               parent: str = "") -> Reply:
+        """The reply text for decision ``d`` in format ``fmt`` (a program reply: ``full``,
+        ``diff``, ``tagged_diff`` or ``tagged_code``) against the ``parent`` shown in the
+        prompt.  The family program is drawn exactly as for ``full``; the island formats
+        then splice it into the parent (:mod:`basevolve.testing.sim.formats`)."""
         if d.kind == "prose":
-            text = ("The current approach is reasonable. To improve the fitness I would "
-                    "refine the placement near the boundary and re-balance the spacing, "
-                    "keeping the same inputs and outputs.\n")
-            return Reply(text, d, None)
+            return Reply(F.PROSE, d, None, fmt)
         fam = self.model.family(d.family)
         code, value = fam.render(rng, d.fitness, d.valid)
-        if d.kind == "syntax":
-            code = code.replace("    return ", "    return (", 1)
-        elif d.kind == "wrong_entry":
-            code = code.replace(f"def {self.model.entry}(", f"def {self.model.entry}_v2(", 1)
-        text = (f"Here is a rewritten program ({fam.name.replace('_', ' ')} approach).\n\n"
-                f"```python\n{code.rstrip()}\n```\n")
-        return Reply(text, d, value)
+        code = F.break_code(code, d.kind, self.model.entry)
+        label = fam.name.replace("_", " ")
+        if fmt == "full":
+            text = (f"Here is a rewritten program ({label} approach).\n\n"
+                    f"{F.fenced(code)}\n")
+            return Reply(text, d, value, fmt)
+        shown = parent if parent.endswith("\n") else parent + "\n"
+        child = F.child_program(shown, code)
+        if child == shown:  # an edit must change something: a model would touch the code
+            child = F.child_program(shown, code, f"# revision {int(rng.integers(10**6))}\n")
+        doc = code.split("\n", 1)[0].strip('"')
+        how = (f"Switches from the {d.parent_family.replace('_', ' ')} approach."
+               if d.switched else "Refines the current construction.")
+        name = f"{fam.name}_{'switch' if d.switched else 'refine'}"
+        if fmt == "tagged_code":
+            text = F.tagged(name, f"{doc} {how}", "CODE", F.fenced(child))
+        elif fmt == "tagged_diff":
+            text = F.tagged(name, f"{doc} {how}", "DIFF", F.search_replace(shown, child))
+        else:
+            text = f"{doc} {how}\n\n{F.search_replace(shown, child)}\n"
+        return Reply(text, d, value, fmt, child)
 
     def reply(self, body: dict[str, Any], index: int = 0) -> Reply:
         seed = body.get("seed")
@@ -175,8 +195,15 @@ class SimulatedLLM:
         # The capability is part of the stream: two models sampled with the same seed
         # write unrelated replies (a shared stream made their runs near-identical).
         rng = np.random.default_rng([seed, round(self.capability * 1_000_000)])
-        fam, fit = self.read_parent(body)
-        return self.render(self.decide(fam, fit, rng), rng)
+        req = read_request(body)
+        if req.kind == "judge":
+            return Reply(F.judge_reply(bool(rng.random() < self.judge_novel_rate)), None, None,
+                         req.kind)
+        if req.kind == "meta_prompt":
+            edit = None if rng.random() < self.broken_rate else F.meta_reply(req.prompt, rng)
+            return Reply(edit or F.PROSE, None, None, req.kind)
+        fam = self.model.classify(req.parent)
+        return self.render(self.decide(fam, req.fitness, rng), rng, req.kind, req.parent)
 
     def __call__(self, body: dict[str, Any], index: int) -> str:
         return self.reply(body, index).text
