@@ -1,20 +1,28 @@
 """Allocation-quality benchmark (issue 13): the paper's comparisons through the whole stack.
 
-Greedy at T in {1, ~sqrt(C), C} and BaSE (random, round_robin, ucb, exp3p, thompson;
-K = 10 trajectories of greedy N = 1, one call per pull) run through the real engine,
-sandbox, scorer and SQLite store against the simulated mutation LLM
-(``basevolve simulate-server``, :mod:`basevolve.testing.sim`).  Island protocols are not
-on main yet, so they are not in the grid (add them to ``methods`` when they land).
+Greedy at T in {1, ~sqrt(C), C}, BaSE (random, round_robin, ucb, exp3p, thompson; K = 10
+trajectories of greedy N = 1, one call per pull) and the island protocols (openevolve,
+codeevolve, shinkaevolve; each alone, one population, and under Thompson with K = 10
+populations: "openevolve+thompson", paper Table 1) run as one ``basevolve sweep``
+(docs/sweeps.md) through the real engine, sandbox, scorer and SQLite store against the
+simulated mutation LLM (``basevolve simulate-server``, :mod:`basevolve.testing.sim`,
+which answers each protocol in its own reply format).  The grid is written as a sweep
+file (``allocation-quality.toml`` in ``--out``, rerunnable with ``basevolve sweep FILE
+--store FILE`` while the simulators run), one simulator process per (task, capability)
+is one endpoint, and fitness per run is read back from the store
+(:func:`basevolve.store.export.runs_table`).
 
 Per (task, capability, C, method) it prints the mean with a 95% bootstrap CI, the IQM
 and P(fitness >= tau) for the paper's thresholds (Table 3: CP 0.95/0.99, MMD
 0.80/0.90/0.95, HT 0.50/0.70), and the paper's two-step decomposition (Section 5.3):
 the *pool effect* single trajectory (greedy T = C) -> BaSE random, and the *allocation
-effect* random -> each bandit, each a difference of means with a 95% CI from
-independent stratified bootstraps (``basevolve.analysis.stratified_bootstrap``).
+effect* random -> each bandit; plus, per island protocol, the effect of running it under
+Thompson (protocol -> protocol+thompson).  Each effect is a difference of means with a
+95% CI from independent stratified bootstraps (``basevolve.analysis.stratified_bootstrap``).
 
     python benchmarks/allocation_quality.py --quick     # C = 128, 10 seeds, capability 1
     python benchmarks/allocation_quality.py             # C in {128, 512}, capabilities 0.5, 1
+    python benchmarks/allocation_quality.py --tasks min_max_distance --budgets 16 --seeds 1
 
 The simulator is an instrument, not a claim about real LLMs: whatever ordering of
 methods comes out is reported as is.
@@ -27,6 +35,7 @@ import json
 import math
 import os
 import resource
+import sqlite3
 import sys
 import tempfile
 import time
@@ -37,13 +46,18 @@ import numpy as np
 import pandas as pd
 
 from basevolve.analysis import describe, stratified_bootstrap
-from basevolve.testing.sim.grid import run_grid
+from basevolve.store.export import runs_table
+from basevolve.sweep import load_sweep, run_sweep
+from basevolve.testing.sim.grid import simulators
 
 TASKS = ("circle_packing", "min_max_distance", "heilbronn_triangle")
 THRESHOLDS = {"circle_packing": (0.95, 0.99), "min_max_distance": (0.80, 0.90, 0.95),
               "heilbronn_triangle": (0.50, 0.70)}
 BANDITS = ("random", "round_robin", "ucb", "exp3p", "thompson")
+PROTOCOLS = ("openevolve", "codeevolve", "shinkaevolve")
 ARMS = 10
+ENDPOINT_LIMIT = 16  # requests a simulator takes at once (the paper: vLLM, 16 in flight)
+SWEEP_NAME = "allocation-quality"
 
 
 def sqrt_depth(c: int) -> int:
@@ -52,29 +66,73 @@ def sqrt_depth(c: int) -> int:
     return min(divs, key=lambda d: (abs(math.log(d) - 0.5 * math.log(c)), d))
 
 
-def methods(c: int, bandits: tuple[str, ...] = BANDITS) -> list[tuple[str, dict[str, Any]]]:
-    out = [(f"greedy T={t}", {"depth": t, "allocator": "single", "arms": 1})
-           for t in sorted({1, sqrt_depth(c), c})]
-    out += [(f"base {b}", {"depth": c, "allocator": b, "arms": ARMS}) for b in bandits]
+def methods(c: int, bandits: tuple[str, ...] = BANDITS,
+            protocols: tuple[str, ...] = PROTOCOLS) -> list[tuple[str, dict[str, Any]]]:
+    """(name, sweep keys) of every method at budget C, in report order."""
+    out: list[tuple[str, dict[str, Any]]] = [
+        (f"greedy T={t}", {"depth": t}) for t in sorted({1, sqrt_depth(c), c})]
+    out += [(f"base {b}", {"allocator": b, "arms": ARMS}) for b in bandits]
+    out += [(p, {"protocol": p}) for p in protocols]
+    out += [(f"{p}+thompson", {"protocol": p, "allocator": "thompson", "arms": ARMS})
+            for p in protocols]
     return out
 
 
-def jobs(tasks: list[str], budgets: list[int], caps: list[float], seeds: int,
-         bandits: tuple[str, ...] = BANDITS) -> list[dict]:
-    out = []
-    for task in tasks:
-        for cap in caps:
-            for c in budgets:
-                for name, over in methods(c, bandits):
-                    for s in range(seeds):
-                        cfg = {"task": task, "budget": c, "model": f"sim-cap{cap:g}",
-                               "params": 8e9, "seed": s, "max_in_flight": 16,
-                               "run_id": f"{task}-cap{cap:g}-C{c}-{name.replace(' ', '_')}-s{s}",
-                               **over}
-                        out.append({"config": cfg, "capability": cap,
-                                    "tags": {"task": task, "capability": cap, "budget": c,
-                                             "method": name}})
-    return out
+def method_of(row: Any) -> str:
+    """The method name of a stored run (inverse of :func:`methods`)."""
+    if row.protocol == "greedy":
+        return f"greedy T={row.depth}" if row.allocator == "single" else f"base {row.allocator}"
+    return row.protocol if row.allocator == "single" else f"{row.protocol}+{row.allocator}"
+
+
+def model_name(cap: float) -> str:
+    return f"sim-cap{cap:g}"
+
+
+def sweep_data(specs: list[tuple[str, float]], urls: list[str], budgets: list[int], seeds: int,
+               bandits: tuple[str, ...] = BANDITS, protocols: tuple[str, ...] = PROTOCOLS,
+               sandbox_workers: int | None = None) -> dict[str, Any]:
+    """The grid as a sweep document (the TOML file's content): one endpoint per
+    (task, capability) simulator, ``task``/``model``/``base_url`` advanced together."""
+    head: dict[str, Any] = {"name": SWEEP_NAME,
+                            "thresholds": {t: list(THRESHOLDS[t]) for t, _ in specs}}
+    if sandbox_workers:
+        head["sandbox_workers"] = sandbox_workers
+    servers = {"task": [t for t, _ in specs], "model": [model_name(c) for _, c in specs],
+               "base_url": list(urls), "zip": [["task", "model", "base_url"]]}
+    grid: list[dict[str, Any]] = []
+    for c in budgets:
+        grid.append({**servers, "budget": c, "depth": sorted({1, sqrt_depth(c), c})})
+    if bandits:
+        grid.append({**servers, "budget": budgets, "allocator": list(bandits), "arms": ARMS})
+    if protocols:
+        grid.append({**servers, "budget": budgets, "protocol": list(protocols)})
+        grid.append({**servers, "budget": budgets, "protocol": list(protocols),
+                     "allocator": "thompson", "arms": ARMS})
+    return {"sweep": head,
+            "endpoints": [{"base_url": u, "limit": ENDPOINT_LIMIT} for u in urls],
+            "defaults": {"params": 8e9, "max_in_flight": 16, "seeds": seeds},
+            "grid": grid}
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """TOML text of a sweep document: tables, arrays of tables, and values that JSON
+    writes as valid TOML (strings, numbers, booleans and arrays of them)."""
+    lines = [f"# {SWEEP_NAME}: written by benchmarks/allocation_quality.py; run with",
+             "# basevolve sweep THIS_FILE --store FILE while the simulators listed under",
+             "# [[endpoints]] are serving (basevolve simulate-server --task T --capability X)."]
+
+    def table(header: str, body: dict[str, Any]) -> None:
+        lines.extend(["", header])
+        subs = {k: v for k, v in body.items() if isinstance(v, dict)}
+        lines.extend(f"{k} = {json.dumps(v)}" for k, v in body.items() if k not in subs)
+        for k, v in subs.items():
+            table(f"[{header.strip('[]')}.{k}]", v)
+
+    for key, value in data.items():
+        for item in value if isinstance(value, list) else [value]:
+            table(f"[[{key}]]" if isinstance(value, list) else f"[{key}]", item)
+    return "\n".join(lines) + "\n"
 
 
 def _diff_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
@@ -85,79 +143,93 @@ def _diff_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[fl
     return float(b.mean() - a.mean()), float(lo), float(hi)
 
 
-def report(df: pd.DataFrame, rng: np.random.Generator,
-           bandits: tuple[str, ...] = BANDITS) -> dict[str, Any]:
+def report(df: pd.DataFrame, rng: np.random.Generator, bandits: tuple[str, ...] = BANDITS,
+           protocols: tuple[str, ...] = PROTOCOLS) -> dict[str, Any]:
     out: dict[str, Any] = {"cells": [], "decomposition": []}
     for (task, cap, c), g in df.groupby(["task", "capability", "budget"], sort=True):
         taus = THRESHOLDS[task]
         print(f"\n== {task}  capability {cap:g}  C = {c}  ({g['seed'].nunique()} seeds)")
-        head = f"{'method':<18} {'mean':>7} {'95% CI':>17} {'IQM':>7}"
+        head = f"{'method':<22} {'mean':>7} {'95% CI':>17} {'IQM':>7}"
         print(head + "".join(f" {'P>=' + format(t, 'g'):>8}" for t in taus))
         by = {m: gg["fitness"].to_numpy(float) for m, gg in g.groupby("method")}
-        for name, _ in methods(int(c), bandits):
+        for name, _ in methods(int(c), bandits, protocols):
             if name not in by:
                 continue
             x = by[name]
             d = describe(x, rng)
             p = [float((x >= t).mean()) for t in taus]
-            print(f"{name:<18} {d['mean']:>7.4f} [{d['ci_low']:.4f}, {d['ci_high']:.4f}] "
+            print(f"{name:<22} {d['mean']:>7.4f} [{d['ci_low']:.4f}, {d['ci_high']:.4f}] "
                   f"{d['iqm']:>7.4f}" + "".join(f" {v:>8.2f}" for v in p))
             out["cells"].append({"task": task, "capability": cap, "budget": int(c),
                                  "method": name, **d,
                                  "p_reach": {format(t, "g"): v for t, v in zip(taus, p, strict=True)}})
-        single, rand = by.get(f"greedy T={c}"), by.get("base random")
-        if single is None or rand is None:
-            continue
-        eff, lo, hi = _diff_ci(single, rand, rng)
-        print(f"pool effect  greedy T={c} -> random: {eff:+.4f} [{lo:+.4f}, {hi:+.4f}]")
-        out["decomposition"].append({"task": task, "capability": cap, "budget": int(c),
-                                     "step": "pool", "to": "random", "effect": eff,
-                                     "ci_low": lo, "ci_high": hi})
-        for b in bandits:
-            if b == "random" or f"base {b}" not in by:
-                continue
-            eff, lo, hi = _diff_ci(rand, by[f"base {b}"], rng)
-            print(f"allocation   random -> {b:<11}: {eff:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+
+        single, rand = f"greedy T={c}", "base random"
+        steps: list[tuple[str, str, str, str]] = []
+        if single in by and rand in by:
+            steps.append(("pool", single, rand, f"greedy T={c} -> random"))
+            steps += [("allocation", rand, f"base {b}", f"random -> {b:<11}") for b in bandits
+                      if b != "random" and f"base {b}" in by]
+        steps += [("base", p, f"{p}+thompson", f"{p} -> {p}+thompson") for p in protocols
+                  if p in by and f"{p}+thompson" in by]
+        for step, a, b, label in steps:
+            eff, lo, hi = _diff_ci(by[a], by[b], rng)
+            print(f"{step:<12} {label}: {eff:+.4f} [{lo:+.4f}, {hi:+.4f}]")
             out["decomposition"].append({"task": task, "capability": cap, "budget": int(c),
-                                         "step": "allocation", "to": b, "effect": eff,
+                                         "step": step, "from": a, "to": b, "effect": eff,
                                          "ci_low": lo, "ci_high": hi})
     return out
 
 
-def simulator_cpu_ms(stores: list[Path], n: int = 150) -> dict[str, float]:
-    """CPU ms per reply of the simulated LLM alone, on prompts the runs really sent
-    (read back from the stores), per task: what the simulator costs inside a call."""
-    import sqlite3
-
+def simulator_cpu_ms(store: Path, n: int = 150) -> dict[str, float]:
+    """CPU ms per reply of the simulated LLM alone, on prompts the runs really sent (read
+    back from the store; a fixed pseudo-random sample of n per task and protocol, since
+    the request formats differ), capability 1: what the simulator costs inside a call."""
     from basevolve.testing.sim import SimulatedLLM
 
-    out = {}
-    for task in TASKS:
-        prompts = []
-        for s in stores:
-            con = sqlite3.connect(s)
-            try:
-                prompts += con.execute(
-                    "SELECT c.messages_json, c.seed FROM calls c JOIN runs r USING (run_id) "
-                    "WHERE r.task = ? ORDER BY c.call_id LIMIT ?", (task, n)).fetchall()
-            finally:
-                con.close()
-        if not prompts:
-            continue
-        sim = SimulatedLLM(task)
-        sim({"messages": json.loads(prompts[0][0]), "seed": 0}, 0)  # warm the caches
-        t0 = time.process_time()
-        for msgs, seed in prompts:
-            sim({"messages": json.loads(msgs), "seed": seed}, 0)
-        out[task] = 1000 * (time.process_time() - t0) / len(prompts)
+    con = sqlite3.connect(store)
+    try:
+        groups = con.execute("SELECT DISTINCT task, protocol FROM runs ORDER BY task, protocol"
+                             ).fetchall()
+        out = {}
+        for task, protocol in groups:
+            prompts = con.execute(
+                "SELECT c.messages_json, c.seed FROM calls c JOIN runs r USING (run_id) "
+                "WHERE r.task = ? AND r.protocol = ? "
+                "ORDER BY (c.call_id * 2654435761) % 4294967296 LIMIT ?", (task, protocol, n)).fetchall()
+            if not prompts:
+                continue
+            sim = SimulatedLLM(task)
+            sim({"messages": json.loads(prompts[0][0]), "seed": 0}, 0)  # warm the caches
+            t0 = time.process_time()
+            for msgs, seed in prompts:
+                sim({"messages": json.loads(msgs), "seed": seed}, 0)
+            out[f"{task}/{protocol}"] = 1000 * (time.process_time() - t0) / len(prompts)
+    finally:
+        con.close()
     return out
 
 
+def run_walls(store: Path) -> float:
+    """Mean wall seconds of a finished run (created -> last update), as stored."""
+    con = sqlite3.connect(store)
+    try:
+        (mean,) = con.execute("SELECT avg(updated_at - created_at) FROM runs "
+                              "WHERE status = 'finished'").fetchone()
+    finally:
+        con.close()
+    return float(mean or 0.0)
+
+
 def _cpu_s() -> float:
-    """CPU seconds of this process and every waited-for descendant (worker processes,
-    simulator servers and, through them, sandbox workers and their forks)."""
+    """CPU seconds of this process and every waited-for descendant (simulator servers and
+    sandbox workers, with their forks)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x for x in text.split(",") if x)
 
 
 def main() -> int:
@@ -165,50 +237,73 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="C = 128, 10 seeds, capability 1")
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--budgets", default=None, help="comma list (default 128,512; quick 128)")
+    ap.add_argument("--budgets", default=None, help="comma list (default 128,512; quick 128); "
+                    f"each at least K = {ARMS} when bandits or +thompson methods run")
     ap.add_argument("--capabilities", default=None, help="comma list (default 0.5,1; quick 1)")
-    ap.add_argument("--workers", type=int, default=3, help="runs at a time (processes)")
-    ap.add_argument("--out", default=None, help="keep stores and results here")
+    ap.add_argument("--sandbox-workers", type=int, default=None,
+                    help="sandbox pool size of the sweep (default: the CPU count)")
+    ap.add_argument("--out", default=None,
+                    help="keep the sweep file and store (allocation-quality.sqlite) here")
     ap.add_argument("--json", default=None, help="write the results as JSON to this file")
     ap.add_argument("--bandits", default=",".join(BANDITS),
-                    help="BaSE allocators, comma list (default: the paper's five; any registered "
-                         "name, e.g. successive_halving,sw_ucb)")
+                    help="BaSE allocators over greedy, comma list (default: the paper's five; "
+                         "any registered name, e.g. successive_halving,sw_ucb; empty to skip)")
+    ap.add_argument("--protocols", default=",".join(PROTOCOLS),
+                    help="island protocols, each alone and under Thompson with K = 10, comma "
+                         "list (default: all three; empty to skip)")
     args = ap.parse_args()
-    bandits = tuple(b for b in args.bandits.split(",") if b)
+    bandits, protocols = _names(args.bandits), _names(args.protocols)
     budgets = [int(x) for x in (args.budgets or ("128" if args.quick else "128,512")).split(",")]
     caps = [float(x) for x in (args.capabilities or ("1" if args.quick else "0.5,1")).split(",")]
-    tasks = [t for t in args.tasks.split(",") if t]
-    grid = jobs(tasks, budgets, caps, args.seeds, bandits)
-    print(f"{len(grid)} runs: tasks {tasks}, C {budgets}, capability {caps}, "
-          f"{args.seeds} seeds, {args.workers} at a time", file=sys.stderr)
+    specs = [(t, cap) for t in _names(args.tasks) for cap in caps]
     t0, cpu0 = time.perf_counter(), _cpu_s()
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = Path(args.out) if args.out else Path(tmp)
-        rows = run_grid(grid, out_dir, workers=args.workers)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        sweep_file, store = out_dir / f"{SWEEP_NAME}.toml", out_dir / f"{SWEEP_NAME}.sqlite"
+        with simulators(specs) as urls:
+            data = sweep_data(specs, urls, budgets, args.seeds, bandits, protocols,
+                              args.sandbox_workers)
+            sweep_file.write_text(to_toml(data), encoding="utf-8")
+            sweep = load_sweep(sweep_file)
+            calls = sum(r.config.budget for r in sweep.runs)
+            print(f"{len(sweep.runs)} runs, {calls} LLM calls: tasks {list(_names(args.tasks))}, "
+                  f"C {budgets}, capability {caps}, {args.seeds} seeds; sweep {sweep_file}",
+                  file=sys.stderr, flush=True)
+            result = run_sweep(sweep, store, live=False)
+            resumed = list(result.failed)
+            if resumed:  # a failed run is resumed once, as a user would (rerun the sweep)
+                for rid in resumed:
+                    print(f"run {rid} failed ({result.outcomes[rid].get('error')}); resuming",
+                          file=sys.stderr)
+                result = run_sweep(sweep, store, live=False)
         wall = time.perf_counter() - t0
         cpu = _cpu_s() - cpu0
-        sim_ms = simulator_cpu_ms(sorted(out_dir.glob("runs-*.sqlite")))
-    df = pd.DataFrame(rows)
-    calls = int(sum(j["config"]["budget"] for j in grid))
+        df = runs_table(store)
+        df = df[df["run_id"].isin({r.run_id for r in sweep.runs})].copy()  # this grid only
+        sim_ms = simulator_cpu_ms(store)
+        run_wall = run_walls(store)
+    if result.failed:
+        print(f"{len(result.failed)} runs failed twice: {', '.join(result.failed)}",
+              file=sys.stderr)
+    df["capability"] = df["model"].str.removeprefix("sim-cap").astype(float)
+    df["method"] = [method_of(r) for r in df.itertuples()]
     print(f"\n{len(df)} runs, {calls} LLM calls in {wall:.0f} s wall "
-          f"({1000 * wall / calls:.1f} ms per call, {args.workers} runs at a time); "
+          f"({1000 * wall / calls:.1f} ms per call, one sweep process); "
           f"CPU {cpu:.0f} s = {1000 * cpu / calls:.1f} ms per call over every process "
-          f"(runs, simulator, sandbox), i.e. >= {cpu / (os.cpu_count() or 1):.0f} s of wall "
+          f"(sweep, simulators, sandbox), i.e. >= {cpu / (os.cpu_count() or 1):.0f} s of wall "
           f"on this box's {os.cpu_count()} cores if nothing else ran; "
           f"load average at the end {os.getloadavg()[0]:.1f}")
     print("simulator CPU per reply (ms, on stored prompts): "
           + ", ".join(f"{k} {v:.2f}" for k, v in sim_ms.items()))
-    crashed = df[df["resumed_after"] != ""]
-    for r in crashed.itertuples():
-        print(f"run {r.run_id} crashed ({r.resumed_after}) and was resumed to its budget")
-    res = report(df, np.random.default_rng(0), bandits)
-    res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(crashed),
-                "simulator_cpu_ms_per_reply": sim_ms, "runs": len(df), "calls": calls,
-                "load_average_end": os.getloadavg()[0],
-                "run_wall_s_mean": float(df["wall_s"].mean())})
+    res = report(df, np.random.default_rng(0), bandits, protocols)
+    res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(resumed),
+                "failed_runs": list(result.failed), "simulator_cpu_ms_per_reply": sim_ms,
+                "runs": len(df), "calls": calls, "load_average_end": os.getloadavg()[0],
+                "run_wall_s_mean": run_wall})
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return 1 if result.failed else 0
 
 
 if __name__ == "__main__":
