@@ -274,15 +274,14 @@ def r2_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
         return None
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     colors = _colors(sorted(pts["model"].unique()))
-    for _, r in pts.iterrows():
-        ax.scatter(r["v_max"], r["r2"], color=colors[r["model"]], s=40, edgecolor="k", lw=0.5)
-        ax.annotate(
-            f"{r['task']}/{r['model']}",
-            (r["v_max"], r["r2"]),
-            fontsize=6,
-            xytext=(3, 3),
-            textcoords="offset points",
-        )
+    for model in colors:  # colour = model (legend), label = task
+        mine = pts[pts["model"] == model]
+        ax.scatter(mine["v_max"], mine["r2"], color=colors[model], s=40, edgecolor="k", lw=0.5,
+                   label=model)
+    # labels of neighbouring points go above and below in turn, so they do not overlap
+    for i, (_, r) in enumerate(pts.sort_values(["v_max", "r2"]).iterrows()):
+        ax.annotate(r["task"], (r["v_max"], r["r2"]), fontsize=6,
+                    xytext=(4, 4 if i % 2 == 0 else -9), textcoords="offset points")
     ax.axhline(0.7, color="grey", ls="--", lw=1, label="R² = 0.7")
     ax.margins(x=0.25, y=0.1)
     ax.set_xlabel("V_max at the largest budget (fitness)")
@@ -301,7 +300,8 @@ FIGURES: tuple[FigureSpec, ...] = (
         envelope_figure,
     ),
     FigureSpec(
-        "surface_flops", "(C, T) surface of mean effective FLOPs per run.", flops_surface_figure
+        "surface_flops", "(C, T) surface of mean effective FLOPs per LLM call (a run's FLOPs / C).",
+        flops_surface_figure
     ),
     FigureSpec("surface_fitness", "(C, T) surface of mean fitness.", fitness_surface_figure),
     FigureSpec(
