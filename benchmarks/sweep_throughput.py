@@ -28,30 +28,26 @@ import argparse
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from basevolve.testing.process import server_process
 from basevolve.testing.replies import PACKING_PROGRAM
 
 SLOTS = 16
 BUDGET = 32
 
 
-def start_server(tmp: Path, latency: float, text: bool) -> tuple[subprocess.Popen[str], str]:
+def replies_file(tmp: Path, text: bool) -> str:
+    """The server's replies: valid packing programs, or (text) no program at all."""
     replies = ["```python\n" + PACKING_PROGRAM.format(scale=0.3 + 0.07 * i) + "```\n"
                for i in range(10)]
     if text:  # no program: nothing is sandboxed, the gap to the bound is scheduling + HTTP
         replies = [f"No program this time ({i})." for i in range(10)]
     (tmp / "replies.json").write_text(json.dumps(replies))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency",
-         str(latency), "--replies-file", str(tmp / "replies.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
+    return str(tmp / "replies.json")
 
 
 def grid(url: str, seeds: int) -> str:
@@ -108,8 +104,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        proc, url = start_server(tmp, args.latency, args.replies == "text")
-        try:
+        replies = replies_file(tmp, args.replies == "text")
+        with server_process("--replies-file", replies, latency=args.latency) as url:
             cfg = tmp / "grid.toml"
             cfg.write_text(grid(url, args.seeds))
             sweep = load_sweep(cfg)
@@ -128,9 +124,6 @@ def main() -> int:
                     c: RunConfig = run.config.with_(run_id=run.run_id + "-alone")
                     start_run(c, tmp / "alone.sqlite")
                 seq = (time.perf_counter() - t1) * args.seeds / args.sequential_seeds
-        finally:
-            proc.kill()
-            proc.wait()
     bound = calls * args.latency / SLOTS
     seq_bound = sum(rounds(r.config.depth) for r in sweep.runs) * args.latency
     load = os.getloadavg()

@@ -25,6 +25,7 @@ from basevolve.engine.budget import (
 from basevolve.llm.flops import NoUsagePolicy
 from basevolve.records import Attempt, AttemptStatus, Completion, Usage
 from basevolve.testing import LLMTestServer
+from basevolve.testing.process import server_process
 from basevolve.testing.replies import seeded_packing_reply
 
 MSGS = [{"role": "system", "content": "abc"}, {"role": "user", "content": "héllo"}]  # 3 + 6 bytes
@@ -228,12 +229,7 @@ def test_bad_budgets_exit_2_and_leave_the_store_untouched(tmp_path, capsys, extr
 
 @pytest.mark.slow
 def test_sigkill_and_resume_stay_within_the_budget(tmp_path, kill_mid_run):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency", "0.3",
-         "--reply-function", "packing"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True)
-    try:
-        url = proc.stdout.readline().strip()
+    with server_process("--reply-function", "packing") as url:
         db = tmp_path / "kill.sqlite"
         limit = 60_000
         kill_mid_run([sys.executable, "-m", "basevolve", "run", "--task", "circle_packing",
@@ -247,9 +243,6 @@ def test_sigkill_and_resume_stay_within_the_budget(tmp_path, kill_mid_run):
                               timeout=180, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         s = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        proc.kill()
-        proc.wait()
     calls, attempts = _stored(db, "v")
     lost = [c for c in calls if c["status"] == "lost"]
     assert lost and all(c["reissue_of"] is None for c in lost)

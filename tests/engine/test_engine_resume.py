@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from basevolve.testing.process import server_process
+
 TASK = "min_max_distance"
 
 
@@ -22,17 +24,8 @@ def server(tmp_path, scripted):
     replies = scripted(seed=21)
     texts = [replies({}, i) for i in range(40)]
     (tmp_path / "replies.json").write_text(json.dumps(texts))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency", "0.3",
-         "--replies-file", str(tmp_path / "replies.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+    with server_process("--replies-file", str(tmp_path / "replies.json")) as url:
         yield url, {texts[i].strip(): replies.scores[i] for i in range(len(texts))}
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def _counts(store: Path) -> tuple[int, int]:

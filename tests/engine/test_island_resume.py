@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from basevolve.testing.process import server_process
+
 TASK = "min_max_distance"
 PARAMS = {
     "openevolve": ["num_islands=3", "migration_interval=2"],
@@ -32,17 +34,8 @@ PARAMS = {
 @pytest.fixture()
 def server_url():
     """The test server as its own process (it must outlive the killed run)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency", "0.3",
-         "--reply-function", "island"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+    with server_process("--reply-function", "island") as url:
         yield url
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def _counts(store: Path) -> tuple[int, int]:

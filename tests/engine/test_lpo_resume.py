@@ -11,22 +11,16 @@ import sys
 
 import pytest
 
+from basevolve.testing.process import server_process
+
 TASK = ["--task", "prompt_optimization"]
 
 
 @pytest.fixture()
 def server_url():
     """The test server as its own process (it must outlive the killed run)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency", "0.3",
-         "--reply-function", "qa"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+    with server_process("--reply-function", "qa") as url:
         yield url
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.mark.parametrize("extra", [[], ["--count-eval-calls", "--allocator", "ucb", "--arms", "2"]])

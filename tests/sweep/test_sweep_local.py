@@ -22,6 +22,7 @@ from basevolve.store import RunStore
 from basevolve.sweep.config import load_sweep
 from basevolve.sweep.status import sweep_status
 from basevolve.testing import LLMTestServer
+from basevolve.testing.process import server_process as spawn_test_server
 from basevolve.testing.replies import PACKING_PROGRAM, seeded_packing_reply
 
 
@@ -73,17 +74,8 @@ def server_process(tmp_path):
     replies = ["```python\n" + PACKING_PROGRAM.format(scale=s) + "```\n"
                for s in (0.4, 0.6, 0.8, 0.9)]
     (tmp_path / "replies.json").write_text(json.dumps(replies))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "basevolve.testing.llm_server", "--port", "0", "--latency", "0.5",
-         "--replies-file", str(tmp_path / "replies.json")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
+    with spawn_test_server("--replies-file", str(tmp_path / "replies.json"), latency=0.5) as url:
         yield url
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def _progress(db: Path) -> tuple[int, int, int]:

@@ -14,7 +14,8 @@ import json
 import platform
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +73,13 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _tx(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> list[int]:
-        """Run statements in one transaction; return each statement's lastrowid."""
-        ids: list[int] = []
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction, rolled back on any error (a refused row becomes a
+        :class:`StoreError`)."""
         try:
             self.db.execute("BEGIN IMMEDIATE")
-            for sql, params in statements:
-                ids.append(self.db.execute(sql, params).lastrowid or 0)
+            yield self.db
             self.db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             self.db.execute("ROLLBACK")
@@ -87,7 +88,11 @@ class RunStore:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
-        return ids
+
+    def _tx(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> list[int]:
+        """Run statements in one transaction; return each statement's lastrowid."""
+        with self._transaction() as db:
+            return [db.execute(sql, params).lastrowid or 0 for sql, params in statements]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self.db.execute(sql, params).fetchall()
@@ -258,23 +263,12 @@ class RunStore:
         if "metrics" in row:
             row["metrics_json"] = json.dumps(row.pop("metrics"), sort_keys=True)
         sql = f"INSERT INTO programs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
-        if not eval_calls:
-            return self._tx([(sql, list(row.values()))])[0]
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            pid = int(self.db.execute(sql, list(row.values())).lastrowid or 0)
-            self.db.executemany(
+        with self._transaction() as db:
+            pid = int(db.execute(sql, list(row.values())).lastrowid or 0)
+            db.executemany(
                 f"INSERT INTO eval_calls (run_id, program_id, {', '.join(EVAL_CALL_FIELDS)}) "
                 f"VALUES (?, ?, {', '.join('?' * len(EVAL_CALL_FIELDS))})",
                 [(run_id, pid, *(c.get(f) for f in EVAL_CALL_FIELDS)) for c in eval_calls])
-            self.db.execute("COMMIT")
-        except sqlite3.IntegrityError as exc:
-            self.db.execute("ROLLBACK")
-            raise StoreError(f"store refused a duplicate or inconsistent row: {exc}") from None
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
         return pid
 
     def eval_totals(self, run_id: str) -> dict[str, Any]:

@@ -30,9 +30,10 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from basevolve.prompts.templates import placeholders
 from basevolve.records import Evaluation, ExecResult, Isolation
 from basevolve.tasks.base import REFERENCE_TOL, ScoreResult, Task
 
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 
 Messages = list[dict[str, str]]
 
-#: ``{name}`` tokens of a template (identifier inside single braces).
+#: ``{name}`` tokens of a template (identifier inside single braces), the syntax of
+#: basevolve's own prompt templates (:func:`basevolve.prompts.templates.placeholders`).
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -80,23 +82,12 @@ class Answerer(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class TextScore:
-    """What :meth:`TextTask.evaluate_text` found: the score and one row per request."""
+class TextScore(ScoreResult):
+    """What :meth:`TextTask.evaluate_text` found: a trusted score (as for programs), the
+    report shown to the next mutation prompt, and one row per answering request."""
 
-    score: float
-    valid: bool
-    metrics: dict[str, float] = field(default_factory=dict)
-    error: str | None = None
     feedback: str = ""
     rows: tuple[dict[str, Any], ...] = ()
-
-
-def placeholders(text: str) -> list[str]:
-    """The ``{name}`` placeholders of ``text``, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for m in PLACEHOLDER.finditer(text):
-        seen.setdefault(m.group(1), None)
-    return list(seen)
 
 
 def fill_template(template: str, values: Mapping[str, str]) -> str:
