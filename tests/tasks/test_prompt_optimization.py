@@ -111,7 +111,13 @@ def test_evaluate_scores_exact_match_and_reports_failures():
     assert task.items[0].question in content and task.items[0].context in content
     assert "2 of 4 questions fully right" in score.feedback
     assert f"Question: {task.items[1].question}" in score.feedback
+    assert "Given (wrong): 'Nobody'" in score.feedback
     assert task.items[3].question not in score.feedback  # failures_shown=1
+    # the gold answer stays hidden unless asked for (a template could memorise it)
+    assert repr(task.items[1].answer) not in score.feedback
+    shown = _task(limit=4, failures_shown=1, show_expected=True)
+    told = asyncio.run(shown.evaluate_text(shown.initial_program, Scripted(reply)))
+    assert f"Expected: {task.items[1].answer!r}" in told.feedback
 
 
 def test_f1_metric_gives_partial_credit():

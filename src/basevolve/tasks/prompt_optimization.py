@@ -128,6 +128,8 @@ class PromptOptimization(TextTask):
         Param("max_template_chars", int, 4000, "longest accepted template", low=20),
         Param("failures_shown", int, 3, "wrong answers shown in the mutation prompt",
               low=0, high=40),
+        Param("show_expected", bool, False, "also show the gold answers of those questions "
+              "to the mutation model (risk: the template can memorise them)"),
     )
 
     def __init__(self, **params: Any) -> None:
@@ -245,7 +247,14 @@ class PromptOptimization(TextTask):
 
     def feedback(self, rows: Sequence[dict[str, Any]]) -> str:
         """The evaluation's report for the next mutation prompt: accuracy and the first
-        ``failures_shown`` questions answered wrongly (expected vs given answer)."""
+        ``failures_shown`` questions answered wrongly, with the wrong answer given.
+
+        Why not the gold answer by default: the template is scored on these same
+        questions, and a mutation model shown the expected answers pastes them into the
+        template (seen with the embedded 0.5B model: "Correct answers: 1. ... Answer:
+        'River Caddow' ...", accuracy 0.3 -> 0.7 by memorisation, not by a better
+        prompt).  ``show_expected=true`` shows them anyway.
+        """
         wrong = [r for r in rows if r["correct"] < 1.0]
         right = len(rows) - len(wrong)
         lines = [f"{right} of {len(rows)} questions fully right ({METRIC_NAMES[self.metric]})."]
@@ -255,8 +264,8 @@ class PromptOptimization(TextTask):
         for r in shown:
             item = self.items[r["idx"]]
             given = "(no reply: the call failed)" if r["answer"] is None else repr(r["answer"])
-            lines.append(f"- Question: {item.question}\n  Expected: {item.answer!r}\n"
-                         f"  Given: {given}")
+            expected = f"  Expected: {item.answer!r}\n" if self.params["show_expected"] else ""
+            lines.append(f"- Question: {item.question}\n{expected}  Given (wrong): {given}")
         return "\n".join(lines)
 
     def mutation_messages(self, parent: Child) -> Messages:
