@@ -340,3 +340,37 @@ def test_two_pools_lease_disjoint_uid_blocks(pool: SandboxPool) -> None:
         first = other.uid_range
     with SandboxPool(SandboxConfig(workers=1)) as again:
         assert again.uid_range == first  # the lock died with the closed pool
+
+
+def test_background_start_outlives_its_caller_thread() -> None:
+    """``background=True`` returns before the workers are up; they must survive the
+    caller's thread (bubblewrap's --die-with-parent follows the *thread* that started a
+    worker: the first version started them on a short-lived thread and every evaluation
+    crashed) and the pool must evaluate after that thread is gone."""
+    import threading
+
+    made: list[SandboxPool] = []
+    t = threading.Thread(target=lambda: made.append(SandboxPool(background=True)))
+    t.start()
+    t.join()
+    pool = made[0]
+    try:
+        first = pool.run("def f():\n    return 41 + 1\n", "f", timeout_s=20)
+        assert first.status is ExecStatus.OK and first.value == 42, first.error
+        assert pool.isolation in (Isolation.BWRAP, Isolation.RLIMITS)
+        again = asyncio.run(pool.arun("def f():\n    return [1, 2]\n", "f", timeout_s=20))
+        assert again.status is ExecStatus.OK and again.value == [1, 2], again.error
+    finally:
+        pool.close()
+    with pytest.raises(SandboxError, match="closed pool"):
+        pool.run("def f():\n    return 1\n", "f", timeout_s=5)
+
+
+def test_background_pool_closed_while_starting() -> None:
+    """close() right after a background start waits for the start, then stops it: the
+    start completed (isolation known) and the pool refuses work."""
+    pool = SandboxPool(background=True)
+    pool.close()
+    assert pool.isolation in (Isolation.BWRAP, Isolation.RLIMITS)
+    with pytest.raises(SandboxError, match="closed pool"):
+        pool.run("def f():\n    return 1\n", "f", timeout_s=5)

@@ -23,15 +23,35 @@ log = logging.getLogger("basevolve.tasks")
 MAX_SANDBOX_FAILURES_IN_ROW = 3
 
 
+def start_pool(task: Task) -> Any | None:
+    """A sandbox pool for ``task``, starting in the background (None for a text task).
+
+    Why start it before the run row is written: its workers import numpy/scipy (~0.5 s on
+    two cores) and the first calls wait for the initial program's score, so the start-up
+    overlaps building the client, probing the endpoint and writing the store instead of
+    following them (:class:`basevolve.sandbox.SandboxPool`, ``background=True``).
+    """
+    if getattr(task, "artifact", "program") != "program":
+        return None
+    from basevolve.sandbox import SandboxPool
+
+    return SandboxPool(background=True)
+
+
 class SandboxEvaluator:
-    """Evaluates programs of one task on a :class:`basevolve.sandbox.SandboxPool`."""
+    """Evaluates programs of one task on a :class:`basevolve.sandbox.SandboxPool`.
+
+    ``pool``: None makes one on the first evaluation (closed by :meth:`aclose`); a pool
+    passed in is shared and left open unless ``own_pool`` (e.g. :func:`start_pool`'s).
+    """
 
     def __init__(self, task: Task, pool: Any | None = None,
                  scorer_log: Path | None = None,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None, *,
+                 own_pool: bool = False) -> None:
         self.task = task
         self._pool = pool
-        self._owns_pool = pool is None
+        self._owns_pool = pool is None or own_pool
         self._failures_in_row = 0
         # A raising (user) scorer scores the child 0 with "scorer error"; three in a row
         # stop the run (basevolve.tasks.scoring).
@@ -64,7 +84,7 @@ class SandboxEvaluator:
                     f"the sandbox failed {self._failures_in_row} evaluations in a row "
                     f"(last: {type(exc).__name__}: {exc}); fix it, then continue with --resume"
                 ) from exc
-            isolation = getattr(self._pool, "isolation", Isolation.BWRAP)
+            isolation = getattr(self._pool, "isolation", None) or Isolation.BWRAP
             return ExecResult(ExecStatus.CRASHED, error=f"sandbox failure: {exc}",
                               isolation=isolation)
         self._failures_in_row = 0

@@ -17,13 +17,13 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from basevolve.config import RunConfig
 from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
 from basevolve.engine.endpoints import load_model, probe_endpoint
-from basevolve.engine.evaluator import SandboxEvaluator
+from basevolve.engine.evaluator import SandboxEvaluator, start_pool
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
@@ -65,8 +65,18 @@ def budget_words(cfg: RunConfig) -> str:
     return f"a budget of {cfg.budget_limit:.4g} {unit} (generations of N={cfg.breadth})"
 
 
-def _prepare(cfg: RunConfig, notify: Notify = _quiet,
-             task: Any | None = None) -> tuple[Any, Any, LLMSettings, AnswerSetup | None]:
+class Prepared(NamedTuple):
+    """What a run needs before its store row is written (all checked, nothing stored)."""
+
+    task: Any
+    client: Any
+    settings: LLMSettings
+    answers: AnswerSetup | None  # a text task's answering client
+    pool: Any | None  # a sandbox pool starting in the background (owned by the run)
+
+
+def _prepare(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
+             shared_pool: Any | None = None) -> Prepared:
     from basevolve.allocators import ALLOCATORS
     from basevolve.llm import make_client
     from basevolve.protocols import PROTOCOLS
@@ -75,19 +85,25 @@ def _prepare(cfg: RunConfig, notify: Notify = _quiet,
     task = load_task(cfg.task, cfg.task_params) if task is None else task
     ALLOCATORS.get(cfg.allocator)
     PROTOCOLS.get(cfg.protocol)
-    settings = llm_settings(cfg)
-    client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
-    if cfg.base_url is not None:
-        probe_endpoint(cfg.base_url)
-    else:
-        load_model(client, notify)
-    answers = answer_setup(task, cfg, client, notify=notify)  # text tasks (issue 15)
-    return task, client, settings, answers
+    pool = start_pool(task) if shared_pool is None else None
+    try:
+        settings = llm_settings(cfg)
+        client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
+        if cfg.base_url is not None:
+            probe_endpoint(cfg.base_url)
+        else:
+            load_model(client, notify)
+        answers = answer_setup(task, cfg, client, notify=notify)  # text tasks (issue 15)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+    return Prepared(task, client, settings, answers, pool)
 
 
 def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerSetup | None,
                    store: RunStore | None = None, *, resume: bool = False,
-                   notify: Notify | None = None) -> Any:
+                   notify: Notify | None = None, own_pool: bool = False) -> Any:
     """The run's evaluator: the sandbox for programs, the answering LLM for text.
 
     On resume a text task's answer cache is refilled from the run's stored evaluation
@@ -95,7 +111,7 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
     """
     if answers is None:
         log = None if store is None else Path(f"{store.path}.scorer-errors.log")
-        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify)
+        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify, own_pool=own_pool)
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])
@@ -118,8 +134,9 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
              pool: Any | None, notify: Notify = _quiet,
-             answers: AnswerSetup | None = None) -> dict[str, Any]:
-    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify)
+             answers: AnswerSetup | None = None, own_pool: bool = False) -> dict[str, Any]:
+    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify,
+                               own_pool=own_pool)
 
     async def go() -> dict[str, Any]:
         try:
@@ -234,18 +251,23 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
-    task, client, settings, answers = _prepare(cfg, notify, task_obj)
-    cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
-                           cfg.max_tokens or settings.max_tokens, _answer_params(answers))
-    identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
-    with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
-        store.create_run(cfg.run_id, cfg.to_dict(),
-                         active_params=float(client.model_spec.active_params),
-                         task=identity.to_dict())
-        notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
-               f"model {client.model_spec.name}; store {store.path}")
-        return _execute(cfg, store, task, client, settings, resume=False, progress=progress,
-                        out_dir=out_dir, pool=pool, notify=notify, answers=answers)
+    task, client, settings, answers, early = _prepare(cfg, notify, task_obj, pool)
+    try:
+        cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
+                               cfg.max_tokens or settings.max_tokens, _answer_params(answers))
+        identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
+        with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
+            store.create_run(cfg.run_id, cfg.to_dict(),
+                             active_params=float(client.model_spec.active_params),
+                             task=identity.to_dict())
+            notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
+                   f"model {client.model_spec.name}; store {store.path}")
+            return _execute(cfg, store, task, client, settings, resume=False,
+                            progress=progress, out_dir=out_dir, pool=early or pool,
+                            notify=notify, answers=answers, own_pool=early is not None)
+    finally:
+        if early is not None:
+            early.close()  # idempotent: the run's evaluator has closed it already
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -277,21 +299,27 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
             raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
                               f"given to resume it is named {task.name!r}")
         task_obj = task
-        task, client, settings, answers = _prepare(cfg, notify, task_obj)
-        identity = (task_identity(cfg.task, task) if task_obj is None
-                    else object_identity(task))
-        if check_resume(run_id, row.get("task_sha256"), identity,
-                        allow_change=allow_task_change):
-            store.record_task_change(run_id, identity.to_dict())
-            notify(f"{identity.label} changed since the run started; continuing as "
-                   "--allow-task-change asks (recorded in the store)")
-        done = store.totals(run_id)["calls_completed"]
-        of = (f"{done} of {cfg.budget} LLM calls already done" if cfg.budget_kind == "calls"
-              else f"{done} LLM calls already done of {budget_words(cfg)}")
-        notify(f"run {run_id} resumed: {of}; store {store.path}")
-        return _execute(cfg, store, task, client, settings, resume=True, progress=progress,
-                        out_dir=out_dir, pool=pool, notify=notify,
-                        answers=answers) | {"resumed": True}
+        task, client, settings, answers, early = _prepare(cfg, notify, task_obj, pool)
+        try:
+            identity = (task_identity(cfg.task, task) if task_obj is None
+                        else object_identity(task))
+            if check_resume(run_id, row.get("task_sha256"), identity,
+                            allow_change=allow_task_change):
+                store.record_task_change(run_id, identity.to_dict())
+                notify(f"{identity.label} changed since the run started; continuing as "
+                       "--allow-task-change asks (recorded in the store)")
+            done = store.totals(run_id)["calls_completed"]
+            of = (f"{done} of {cfg.budget} LLM calls already done"
+                  if cfg.budget_kind == "calls"
+                  else f"{done} LLM calls already done of {budget_words(cfg)}")
+            notify(f"run {run_id} resumed: {of}; store {store.path}")
+            return _execute(cfg, store, task, client, settings, resume=True,
+                            progress=progress, out_dir=out_dir, pool=early or pool,
+                            notify=notify, answers=answers,
+                            own_pool=early is not None) | {"resumed": True}
+        finally:
+            if early is not None:
+                early.close()
 
 
 async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,

@@ -73,12 +73,21 @@ class SandboxPool:
     ``run(code, entry, timeout_s)`` execs ``code`` as a module named ``program`` in a
     fresh fork of a warm worker, calls ``entry()`` with no arguments and returns an
     :class:`ExecResult` whose ``value`` is plain data rebuilt by the parent.
+
+    ``background=True`` returns at once and starts the workers on a thread of their own
+    (a run prepares its client and store meanwhile; the first ``run``/``arun`` waits for
+    :meth:`ready`).  That thread stays alive until :meth:`close`: bubblewrap's
+    ``--die-with-parent`` ends a worker when the *thread* that started it exits.
     """
 
-    def __init__(self, config: SandboxConfig | None = None) -> None:
+    def __init__(self, config: SandboxConfig | None = None, *, background: bool = False) -> None:
         self.config = config or SandboxConfig()
         self._closed = False
         self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._start_error: BaseException | None = None
+        self.isolation: Isolation | None = None
         _remove_stale_roots()
         self._root = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
         os.chmod(self._root, 0o711)  # the rlimits fallback's slot uid must traverse it
@@ -88,11 +97,34 @@ class SandboxPool:
         self._uids = (
             UidLease(self.config.uid_base, self.config.n_workers) if os.geteuid() == 0 else None
         )
+        if background:
+            threading.Thread(target=self._keep, name="sandbox-start", daemon=True).start()
+            return
         try:
             self.isolation = self._start()
         except BaseException:
+            self._ready.set()
             self.close()
             raise
+        self._ready.set()
+
+    def _keep(self) -> None:
+        """Start the workers, then wait for :meth:`close` (see the class docstring)."""
+        try:
+            self.isolation = self._start()
+        except BaseException as exc:  # handed to the first caller of ready()
+            self._start_error = exc
+        self._ready.set()
+        if self._start_error is not None:
+            self.close()
+            return
+        self._stop.wait()
+
+    def ready(self) -> None:
+        """Wait until the workers are up; raise the error that stopped them from starting."""
+        self._ready.wait()
+        if self._start_error is not None:
+            raise self._start_error
 
     @property
     def uid_range(self) -> range | None:
@@ -161,6 +193,7 @@ class SandboxPool:
                 f"SandboxPool.run timeout_s={timeout_s!r} must be a number > 0 and at most"
                 f" {MAX_TIMEOUT_S:g} s"
             )
+        self.ready()
         if self._closed:
             raise SandboxError("SandboxPool.run called on a closed pool; create a new SandboxPool")
         handle = self._idle.get()
@@ -238,6 +271,10 @@ class SandboxPool:
         return self.config.n_workers
 
     def close(self) -> None:
+        # a pool still starting in the background: let the start finish (bounded by the
+        # startup timeout), then stop every worker it made
+        self._ready.wait(self.config.startup_timeout_s * 2)
+        self._stop.set()
         with self._lock:
             if self._closed:
                 return
