@@ -54,7 +54,9 @@ when, so a resume replays it at the same point.
 FLOPs and token budgets (issue 16): with ``--budget-flops`` / ``--budget-tokens`` C is
 only a call cap; each call's worst case is reserved in a :class:`CostLedger` before it is
 sent and settled when it returns, a call that does not fit waits for calls in flight and
-otherwise ends the run (:mod:`basevolve.engine.budget`).
+otherwise ends the run (:mod:`basevolve.engine.budget`).  With ``--count-eval-calls`` (a
+text task, issue 15) a call budget uses the same ledger, and each call also reserves the
+worst case of evaluating its child, settled when the child is told.
 
 Durability (store contract, :mod:`basevolve.store`): a call row is written before the
 request, its completion before evaluation, the program before ``tell``, and every
@@ -152,7 +154,6 @@ class Engine:
         self.children = 0
         self.valid_children = 0
         self.flops = 0.0
-        self.eval_flops = 0.0  # answering-LLM FLOPs of text tasks (not charged to C)
         self.started = time.monotonic()
         # FLOPs/token budgets (issue 16): worst case reserved per call; a call that does
         # not fit waits here while others are in flight (budget.afford).
@@ -401,7 +402,6 @@ class Engine:
     # ---------------------------------------------------------------- children
     def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,
                         **row: Any) -> int:
-        self.eval_flops += ev.eval_flops
         return self.store.insert_program(
             self.run_id, code=code, score=ev.score, valid=ev.valid, generation=generation,
             strict_score=ev.strict_score, strict_valid=int(ev.strict_valid),
