@@ -26,12 +26,18 @@ from basevolve.testing.replies import ArmMarkedReplies, seeded_packing_reply
 
 K, C, SEED = 10, 256, 3
 RECORDED = Path(__file__).parent / "data" / "sequential_allocations_2d784cf.json"
+#: The server's latency.  0.5 s keeps these runs LLM-bound (16 slots / 0.5 s = 32 calls/s
+#: against one sandbox worker) on a slow or loaded machine.  At 0.2 s, CI once gave plain
+#: Thompson's arm 0 only 56 calls against a median arm of 26 (2.2x).  Here that happened
+#: only when evaluation was made slow (a 40 ms sleep in the reply program: 1 seed in 4 at
+#: 2.8x at 0.2 s; at 0.5 s >= 7x on 6 of 6 seeds), i.e. when slots waited on the sandbox.
+LATENCY_S = 0.5
 
 
 def _base(pool, tmp_path: Path, allocator: str, **kw) -> tuple[dict, list[int]]:
     replies = ArmMarkedReplies(arms=K, run_seed=SEED, budget=C)
     store = tmp_path / f"{allocator}.sqlite"
-    with LLMTestServer(replies, latency_s=0.2) as srv:
+    with LLMTestServer(replies, latency_s=LATENCY_S) as srv:
         cfg = RunConfig(task="circle_packing", budget=C, model="test-model", params=1e9,
                         base_url=srv.base_url, allocator=allocator, arms=K, seed=SEED,
                         max_in_flight=16, run_id=allocator, **kw)
