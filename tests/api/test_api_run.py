@@ -181,7 +181,7 @@ def test_cancelling_run_async_interrupts_and_resume_async_finishes(server, tmp_p
     assert r.resumed and _ledger(store, "c") == (8, "finished")
 
 
-def test_interrupting_a_blocking_run_inside_a_loop_stops_it(tmp_path):
+def test_interrupting_a_blocking_run_inside_a_loop_stops_it(tmp_path, sigint_handled):
     """The kernel's interrupt (SIGINT -> KeyboardInterrupt in the main thread) while a
     notebook cell waits on basevolve.run: the worker-thread run stops at its next call,
     is stored as interrupted, and the cell gets the KeyboardInterrupt.

@@ -26,7 +26,7 @@ def _wait_for(path: Path, needle: str, timeout_s: float = 60.0) -> str:
     raise AssertionError(f"{needle!r} not seen; stderr so far:\n{text}")
 
 
-def test_sigint_prints_resume_command_and_resume_finishes(tmp_path):
+def test_sigint_prints_resume_command_and_resume_finishes(tmp_path, sigint_handled):
     store = tmp_path / "s.sqlite"
     env = dict(os.environ, PYTHONPATH=SRC)
     err_path = tmp_path / "err.txt"
