@@ -221,6 +221,19 @@ def run_walls(store: Path) -> float:
     return float(mean or 0.0)
 
 
+def calls_answered(store: Path) -> int:
+    """Calls already answered in ``store`` (0 for a new one): a rerun into the same
+    ``--out`` resumes, and its wall and CPU per call must count only the calls it made."""
+    if not store.exists():
+        return 0
+    con = sqlite3.connect(store)
+    try:
+        (n,) = con.execute("SELECT count(*) FROM calls WHERE counted = 1").fetchone()
+    finally:
+        con.close()
+    return int(n)
+
+
 def _cpu_s() -> float:
     """CPU seconds of this process and every waited-for descendant (simulator servers and
     sandbox workers, with their forks)."""
@@ -267,6 +280,7 @@ def main() -> int:
             sweep_file.write_text(to_toml(data), encoding="utf-8")
             sweep = load_sweep(sweep_file)
             calls = sum(r.config.budget for r in sweep.runs)
+            before = calls_answered(store)
             print(f"{len(sweep.runs)} runs, {calls} LLM calls: tasks {list(_names(args.tasks))}, "
                   f"C {budgets}, capability {caps}, {args.seeds} seeds; sweep {sweep_file}",
                   file=sys.stderr, flush=True)
@@ -288,18 +302,21 @@ def main() -> int:
               file=sys.stderr)
     df["capability"] = df["model"].str.removeprefix("sim-cap").astype(float)
     df["method"] = [method_of(r) for r in df.itertuples()]
-    print(f"\n{len(df)} runs, {calls} LLM calls in {wall:.0f} s wall "
-          f"({1000 * wall / calls:.1f} ms per call, one sweep process); "
-          f"CPU {cpu:.0f} s = {1000 * cpu / calls:.1f} ms per call over every process "
-          f"(sweep, simulators, sandbox), i.e. >= {cpu / (os.cpu_count() or 1):.0f} s of wall "
-          f"on this box's {os.cpu_count()} cores if nothing else ran; "
+    made = calls - before
+    resumed_note = f" ({before} answered before this invocation)" if before else ""
+    per_call = (f" ({1000 * wall / made:.1f} ms per call, one sweep process); CPU {cpu:.0f} s "
+                f"= {1000 * cpu / made:.1f} ms per call over every process (sweep, simulators, "
+                f"sandbox), i.e. >= {cpu / (os.cpu_count() or 1):.0f} s of wall on this box's "
+                f"{os.cpu_count()} cores if nothing else ran" if made else "")
+    print(f"\n{len(df)} runs, {calls} LLM calls{resumed_note}; this invocation made {made} "
+          f"in {wall:.0f} s wall{per_call}; "
           f"load average at the end {os.getloadavg()[0]:.1f}")
     print("simulator CPU per reply (ms, on stored prompts): "
           + ", ".join(f"{k} {v:.2f}" for k, v in sim_ms.items()))
     res = report(df, np.random.default_rng(0), bandits, protocols)
     res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(resumed),
                 "failed_runs": list(result.failed), "simulator_cpu_ms_per_reply": sim_ms,
-                "runs": len(df), "calls": calls, "load_average_end": os.getloadavg()[0],
+                "runs": len(df), "calls": calls, "calls_before": before, "load_average_end": os.getloadavg()[0],
                 "run_wall_s_mean": run_wall})
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
