@@ -15,5 +15,5 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev,docs,local,local-small,ray]'
-ruff check src tests benchmarks
+ruff check --no-cache src tests benchmarks  # no cache: a stale one hid import-order errors once
 python -m pytest "$@"

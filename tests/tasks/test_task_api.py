@@ -6,11 +6,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import grid_packing
 
 from basevolve.errors import TaskError
 from basevolve.records import ExecResult, ExecStatus, Isolation
 from basevolve.tasks import TASKS, get_task, load_task
+from conftest import grid_packing
 
 BUILTINS = {
     "circle_packing": "construct_packing",

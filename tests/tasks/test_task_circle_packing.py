@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_initial
 
 from basevolve.tasks.base import REFERENCE_TOL, STRICT_TOL
 from basevolve.tasks.circle_packing import BENCHMARK_SUM_RADII, score_packing
+from conftest import run_initial
 
 
 def both(value):

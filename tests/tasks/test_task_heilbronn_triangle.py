@@ -7,10 +7,10 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from conftest import run_initial
 
 from basevolve.tasks.base import REFERENCE_TOL, STRICT_TOL
 from basevolve.tasks.heilbronn_triangle import BENCHMARK_MIN_AREA_NORMALIZED, score_points
+from conftest import run_initial
 
 H = math.sqrt(3) / 2
 

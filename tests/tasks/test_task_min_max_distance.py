@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_initial
 
 from basevolve.tasks.base import STRICT_TOL
 from basevolve.tasks.min_max_distance import extreme_pairs, score_points
+from conftest import run_initial
 
 GRID = np.array([[i, j] for i in range(4) for j in range(4)], dtype=float)
 

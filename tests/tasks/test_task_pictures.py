@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import grid_packing, run_initial
 
 from basevolve.errors import TaskError
 from basevolve.tasks import load_task
 from basevolve.viz import draw_solution
+from conftest import grid_packing, run_initial
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
