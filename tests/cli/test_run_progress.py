@@ -34,6 +34,21 @@ def test_plain_progress_ticks_without_events():
     assert len(lines) >= 2 and lines[-1] != lines[0] and "\x1b" not in out.getvalue()
 
 
+def test_plain_progress_ends_with_the_final_state():
+    """The last children are scored after the last call returned: their best score
+    changes no call count, so the final line comes from done() (once, however often it
+    is called)."""
+    out = io.StringIO()
+    p = PlainProgress(out, every_s=60.0)
+    p(SNAP | {"calls_completed": 4})
+    p(SNAP | {"calls_completed": 4, "best_score": 0.7})  # the last child was scored
+    assert "best 0.7000" not in out.getvalue()
+    p.done()
+    p.done()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "calls 4/4  best 0.7000" in lines[-1]
+
+
 def test_rich_progress_redraws_its_clock():
     buf = io.StringIO()
     p = RichProgress(Console(file=buf, force_terminal=True, width=120))

@@ -117,8 +117,13 @@ class PlainProgress:
             self._write()
 
     def done(self) -> None:
+        """Stop the clock and write the final line once: the last children are scored
+        after the last call returns, and their best score changes no call count."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._ticker.join(timeout=2.0)
+        self._write()
 
 
 def make_progress(stream: IO[str] | None = None) -> RichProgress | PlainProgress:
