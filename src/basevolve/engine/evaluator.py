@@ -42,16 +42,15 @@ class SandboxEvaluator:
     """Evaluates programs of one task on a :class:`basevolve.sandbox.SandboxPool`.
 
     ``pool``: None makes one on the first evaluation (closed by :meth:`aclose`); a pool
-    passed in is shared and left open unless ``own_pool`` (e.g. :func:`start_pool`'s).
+    passed in is the caller's and left open.
     """
 
     def __init__(self, task: Task, pool: Any | None = None,
                  scorer_log: Path | None = None,
-                 notify: Callable[[str], None] | None = None, *,
-                 own_pool: bool = False) -> None:
+                 notify: Callable[[str], None] | None = None) -> None:
         self.task = task
         self._pool = pool
-        self._owns_pool = pool is None or own_pool
+        self._owns_pool = pool is None
         self._failures_in_row = 0
         # A raising (user) scorer scores the child 0 with "scorer error"; three in a row
         # stop the run (basevolve.tasks.scoring).

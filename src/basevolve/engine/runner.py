@@ -72,11 +72,14 @@ class Prepared(NamedTuple):
     client: Any
     settings: LLMSettings
     answers: AnswerSetup | None  # a text task's answering client
-    pool: Any | None  # a sandbox pool starting in the background (owned by the run)
+    pool: Any | None  # the sandbox pool the run evaluates on (None for a text task)
 
 
-def _prepare(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
-             shared_pool: Any | None = None) -> Prepared:
+@contextmanager
+def _prepared(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
+              shared_pool: Any | None = None) -> Iterator[Prepared]:
+    """Load and check everything a run needs; the pool is ``shared_pool`` (left open) or
+    one started here in the background (:func:`start_pool`) and closed on leaving."""
     from basevolve.allocators import ALLOCATORS
     from basevolve.llm import make_client
     from basevolve.protocols import PROTOCOLS
@@ -85,7 +88,7 @@ def _prepare(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
     task = load_task(cfg.task, cfg.task_params) if task is None else task
     ALLOCATORS.get(cfg.allocator)
     PROTOCOLS.get(cfg.protocol)
-    pool = start_pool(task) if shared_pool is None else None
+    own = start_pool(task) if shared_pool is None else None
     try:
         settings = llm_settings(cfg)
         client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
@@ -94,16 +97,15 @@ def _prepare(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
         else:
             load_model(client, notify)
         answers = answer_setup(task, cfg, client, notify=notify)  # text tasks (issue 15)
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
-    return Prepared(task, client, settings, answers, pool)
+        yield Prepared(task, client, settings, answers, own or shared_pool)
+    finally:
+        if own is not None:
+            own.close()
 
 
 def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerSetup | None,
                    store: RunStore | None = None, *, resume: bool = False,
-                   notify: Notify | None = None, own_pool: bool = False) -> Any:
+                   notify: Notify | None = None) -> Any:
     """The run's evaluator: the sandbox for programs, the answering LLM for text.
 
     On resume a text task's answer cache is refilled from the run's stored evaluation
@@ -111,7 +113,7 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
     """
     if answers is None:
         log = None if store is None else Path(f"{store.path}.scorer-errors.log")
-        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify, own_pool=own_pool)
+        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify)
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])
@@ -134,9 +136,8 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
              pool: Any | None, notify: Notify = _quiet,
-             answers: AnswerSetup | None = None, own_pool: bool = False) -> dict[str, Any]:
-    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify,
-                               own_pool=own_pool)
+             answers: AnswerSetup | None = None) -> dict[str, Any]:
+    evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify)
 
     async def go() -> dict[str, Any]:
         try:
@@ -251,8 +252,8 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
-    task, client, settings, answers, early = _prepare(cfg, notify, task_obj, pool)
-    try:
+    with _prepared(cfg, notify, task_obj, pool) as prep:
+        task, client, settings, answers = prep.task, prep.client, prep.settings, prep.answers
         cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
                                cfg.max_tokens or settings.max_tokens, _answer_params(answers))
         identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
@@ -263,11 +264,8 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
             notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
                    f"model {client.model_spec.name}; store {store.path}")
             return _execute(cfg, store, task, client, settings, resume=False,
-                            progress=progress, out_dir=out_dir, pool=early or pool,
-                            notify=notify, answers=answers, own_pool=early is not None)
-    finally:
-        if early is not None:
-            early.close()  # idempotent: the run's evaluator has closed it already
+                            progress=progress, out_dir=out_dir, pool=prep.pool,
+                            notify=notify, answers=answers)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -299,8 +297,8 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
             raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
                               f"given to resume it is named {task.name!r}")
         task_obj = task
-        task, client, settings, answers, early = _prepare(cfg, notify, task_obj, pool)
-        try:
+        with _prepared(cfg, notify, task_obj, pool) as prep:
+            task = prep.task
             identity = (task_identity(cfg.task, task) if task_obj is None
                         else object_identity(task))
             if check_resume(run_id, row.get("task_sha256"), identity,
@@ -313,13 +311,9 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
                   if cfg.budget_kind == "calls"
                   else f"{done} LLM calls already done of {budget_words(cfg)}")
             notify(f"run {run_id} resumed: {of}; store {store.path}")
-            return _execute(cfg, store, task, client, settings, resume=True,
-                            progress=progress, out_dir=out_dir, pool=early or pool,
-                            notify=notify, answers=answers,
-                            own_pool=early is not None) | {"resumed": True}
-        finally:
-            if early is not None:
-                early.close()
+            return _execute(cfg, store, task, prep.client, prep.settings, resume=True,
+                            progress=progress, out_dir=out_dir, pool=prep.pool,
+                            notify=notify, answers=prep.answers) | {"resumed": True}
 
 
 async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None = None,
