@@ -316,7 +316,8 @@ def main() -> int:
     res = report(df, np.random.default_rng(0), bandits, protocols)
     res.update({"wall_s": wall, "cpu_s": cpu, "resumed_runs": len(resumed),
                 "failed_runs": list(result.failed), "simulator_cpu_ms_per_reply": sim_ms,
-                "runs": len(df), "calls": calls, "calls_before": before, "load_average_end": os.getloadavg()[0],
+                "runs": len(df), "calls": calls, "calls_before": before,
+                "load_average_end": os.getloadavg()[0],
                 "run_wall_s_mean": run_wall})
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

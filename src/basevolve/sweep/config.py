@@ -49,6 +49,16 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError
+from basevolve.sweep.checks import (
+    TYPES,
+    as_table,
+    check_type,
+    field_type,
+    is_instance,
+    known_keys,
+    positive_int,
+    type_words,
+)
 from basevolve.tasks.identity import resolve_task_spec
 
 POWERS_OF_2 = "powers-of-2"
@@ -61,10 +71,6 @@ ENDPOINT_KEYS = ("base_url", "limit")
 TOP_KEYS = ("sweep", "endpoints", "defaults", "grid")
 #: Keys left out of a run's identity hash (see the module docstring).
 NOT_IDENTITY = ("base_url",)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
-    "dict": (dict,),
-}
 
 
 @dataclass(frozen=True)
@@ -134,21 +140,21 @@ def load_sweep(path: str | Path) -> SweepConfig:
 
 
 def parse_sweep(data: dict[str, Any], *, source: str = "<sweep>") -> SweepConfig:
-    _known(data, TOP_KEYS, "", source)
-    head = _table(data.get("sweep", {}), "sweep", source)
-    _known(head, SWEEP_KEYS, "sweep.", source)
+    known_keys(data, TOP_KEYS, "", source)
+    head = as_table(data.get("sweep", {}), "sweep", source)
+    known_keys(head, SWEEP_KEYS, "sweep.", source)
     name = head.get("name", Path(source).stem or "sweep")
-    _type(name, (str,), "sweep.name", source)
+    check_type(name, (str,), "sweep.name", source)
     limit = head.get("endpoint_limit", DEFAULT_ENDPOINT_LIMIT)
-    _positive(limit, "sweep.endpoint_limit", source)
+    positive_int(limit, "sweep.endpoint_limit", source)
     workers = head.get("sandbox_workers")
     if workers is not None:
-        _positive(workers, "sweep.sandbox_workers", source)
+        positive_int(workers, "sweep.sandbox_workers", source)
     resamples = head.get("resamples", 1000)
-    _positive(resamples, "sweep.resamples", source)
+    positive_int(resamples, "sweep.resamples", source)
     thresholds = _thresholds(head.get("thresholds", []), source)
     limits = _endpoints(data.get("endpoints", []), source)
-    defaults = _table(data.get("defaults", {}), "defaults", source)
+    defaults = as_table(data.get("defaults", {}), "defaults", source)
     _block_keys(defaults, "defaults", source)
     if "zip" in defaults:
         raise ConfigError(f"{source}: defaults.zip: zip groups belong in a [[grid]] block")
@@ -164,7 +170,7 @@ def parse_sweep(data: dict[str, Any], *, source: str = "<sweep>") -> SweepConfig
     seen: dict[str, str] = {}
     for i, block in enumerate(blocks):
         where = f"grid[{i}]"
-        block = _table(block, where, source)
+        block = as_table(block, where, source)
         _block_keys(block, where, source)
         for run in _expand_block(_merge(defaults, block), i, where, source):
             if run.run_id in seen:
@@ -203,7 +209,7 @@ def _expand_block(block: dict[str, Any], index: int, where: str,
         if "seed" in block:
             raise ConfigError(f"{source}: {where}: give seed or seeds, not both")
         n = block.pop("seeds")
-        _positive(n, f"{where}.seeds", source)
+        positive_int(n, f"{where}.seeds", source)
         block["seed"] = list(range(n))
     if "depth" in block and "breadth" in block:
         raise ConfigError(f"{source}: {where}: give depth or breadth, not both (C = T x N)")
@@ -248,15 +254,15 @@ def _values(key: str, value: Any, where: str, source: str) -> list[Any]:
         return vals
     if key == "breadth":
         for v in vals:
-            _positive(v, f"{where}.breadth", source)
+            positive_int(v, f"{where}.breadth", source)
         return vals
-    ann = _annotation(key)
+    ann = field_type(key)
     for v in vals:
         if v is None:
             continue
-        expected = _TYPES.get(ann)
-        if expected is not None and not _isinstance(v, expected):
-            raise ConfigError(f"{source}: {where}.{key} must be {_an(ann)}, got {v!r}")
+        expected = TYPES.get(ann)
+        if expected is not None and not is_instance(v, expected):
+            raise ConfigError(f"{source}: {where}.{key} must be {type_words(ann)}, got {v!r}")
     return vals
 
 
@@ -350,7 +356,7 @@ def _zip_groups(zips: Any, values: dict[str, list[Any]], where: str,
 
 def _thresholds(value: Any, source: str) -> dict[str, tuple[float, ...]]:
     def taus(v: Any, key: str) -> tuple[float, ...]:
-        if not isinstance(v, list) or not all(_isinstance(x, (int, float)) for x in v):
+        if not isinstance(v, list) or not all(is_instance(x, (int, float)) for x in v):
             raise ConfigError(f"{source}: {key} must be a list of numbers, got {v!r}")
         return tuple(float(x) for x in v)
 
@@ -364,59 +370,19 @@ def _endpoints(value: Any, source: str) -> dict[str, int]:
         raise ConfigError(f"{source}: endpoints must be an array of tables ([[endpoints]])")
     limits: dict[str, int] = {}
     for i, ep in enumerate(value):
-        ep = _table(ep, f"endpoints[{i}]", source)
-        _known(ep, ENDPOINT_KEYS, f"endpoints[{i}].", source)
+        ep = as_table(ep, f"endpoints[{i}]", source)
+        known_keys(ep, ENDPOINT_KEYS, f"endpoints[{i}].", source)
         url = ep.get("base_url")
         if not isinstance(url, str) or not url:
             raise ConfigError(f"{source}: endpoints[{i}].base_url must be a URL string")
         limit = ep.get("limit", DEFAULT_ENDPOINT_LIMIT)
-        _positive(limit, f"endpoints[{i}].limit", source)
+        positive_int(limit, f"endpoints[{i}].limit", source)
         limits[url.rstrip("/")] = limit
     return limits
 
 
 def _block_keys(block: dict[str, Any], where: str, source: str) -> None:
-    _known(block, RUN_KEYS + EXTRA_KEYS, f"{where}.", source)
-
-
-def _known(table: dict[str, Any], known: tuple[str, ...], prefix: str, source: str) -> None:
-    for key in table:
-        if key not in known:
-            raise ConfigError(f"{source}: unknown key {prefix}{key}; known keys: "
-                              f"{', '.join(known)}")
-
-
-def _table(value: Any, where: str, source: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{source}: {where} must be a table, got {value!r}")
-    return value
-
-
-def _positive(value: Any, where: str, source: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{source}: {where} must be an integer >= 1, got {value!r}")
-
-
-def _type(value: Any, types: tuple[type, ...], where: str, source: str) -> None:
-    if not _isinstance(value, types):
-        raise ConfigError(f"{source}: {where} has the wrong type: {value!r}")
-
-
-def _isinstance(value: Any, types: tuple[type, ...]) -> bool:
-    if isinstance(value, bool) and bool not in types:
-        return False
-    return isinstance(value, types)
-
-
-def _annotation(key: str) -> str:
-    ann = str(next(f.type for f in fields(RunConfig) if f.name == key))
-    base = ann.split("|")[0].strip()
-    return base.split("[")[0]
-
-
-def _an(ann: str) -> str:
-    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
-            "dict": "a table"}.get(ann, ann)
+    known_keys(block, RUN_KEYS + EXTRA_KEYS, f"{where}.", source)
 
 
 def _hashable(v: Any) -> Any:
