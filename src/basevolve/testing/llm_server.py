@@ -18,6 +18,8 @@ Usage accounting (deterministic, documented so tests can hand-check FLOPs):
   request therefore has 0 cached tokens.  Under concurrency "earlier" means "received
   earlier".  A fixed ``cached_tokens`` overrides the emulation.
 * ``completion_tokens``: ``len(reply) // 4`` (at least 1), or the fixed value given.
+* ``usage``: a callable ``(request_body, reply) -> usage dict`` replaces all of the above
+  (e.g. :func:`basevolve.testing.usage.worst_case_usage`).
 
 Each request sleeps ``latency_s`` in its own handler thread, so concurrent requests
 overlap (``ThreadingHTTPServer``) and ``peak_in_flight`` shows the client's concurrency.
@@ -58,6 +60,7 @@ from basevolve.testing._handler import make_handler
 from basevolve.testing.faults import Fault
 
 ReplyFn = Callable[[dict[str, Any], int], str]
+UsageFn = Callable[[dict[str, Any], str], dict[str, Any]]
 #: ``--reply-function`` names -> ``module:function`` of the scripted reply functions
 REPLY_FUNCTIONS = {"island": "basevolve.testing.replies:island_reply",
                    "packing": "basevolve.testing.replies:seeded_packing_reply",
@@ -157,6 +160,7 @@ class LLMTestServer:
         record: bool = True,
         prefix_cache_prompts: int | None = None,
         model_ids: Sequence[str] = ("test-model",),
+        usage: UsageFn | None = None,
     ) -> None:
         if isinstance(replies, str):
             replies = [replies]
@@ -173,6 +177,7 @@ class LLMTestServer:
         self.fixed_prompt_tokens = prompt_tokens
         self.fixed_cached_tokens = cached_tokens
         self.fixed_completion_tokens = completion_tokens
+        self.usage_fn = usage
         self.stall_s = float(stall_s)
         self.latency_model = latency_model
         self._slots = threading.Semaphore(latency_model.slots) if latency_model else None
@@ -342,7 +347,8 @@ class LLMTestServer:
             return ready
         reply = str(self._reply(body, index))
         n = int(body.get("n") or 1)
-        usage = self._usage(prompt.text, prompt.cached_chars, reply)
+        usage = (self._usage(prompt.text, prompt.cached_chars, reply) if self.usage_fn is None
+                 else self.usage_fn(body, reply))
         payload = {
             "id": f"chatcmpl-test-{index}",
             "object": "chat.completion",
