@@ -41,11 +41,15 @@ if TYPE_CHECKING:
     from basevolve.api.result import RunResult
     from basevolve.api.run import resume, resume_async, run, run_async
     from basevolve.api.sweeps import sweep
+    from basevolve.records import CallResult
     from basevolve.tasks.base import ScoreResult, Task
+    from basevolve.tasks.function import FunctionTask
 
 #: Public name -> module defining it, imported when first used.
 _LAZY: dict[str, str] = {
     "AnalysisResult": "basevolve.analysis.pipeline",
+    "CallResult": "basevolve.records",
+    "FunctionTask": "basevolve.tasks.function",
     "RunResult": "basevolve.api.result",
     "ScoreResult": "basevolve.tasks.base",
     "Task": "basevolve.tasks.base",
@@ -106,7 +110,9 @@ __all__ = [
     "AnalysisResult",
     "BasevolveError",
     "BudgetError",
+    "CallResult",
     "ConfigError",
+    "FunctionTask",
     "LLMError",
     "Registry",
     "RunResult",

@@ -88,6 +88,21 @@ class Isolation(StrEnum):
     TEXT = "text"  # nothing executed: a text artifact scored by an answering LLM (issue 15)
 
 
+class Trust(StrEnum):
+    """Where a program's score was computed, relative to the program (issue 21).
+
+    Recorded with every evaluation and in the run summary, because it says how far a
+    score can be believed: a program can only influence a score through its data when
+    the scorer runs outside the sandbox; an evaluator that runs *inside* it, next to
+    the program (an OpenEvolve task directory), can be tampered with by the program.
+    """
+
+    SCORER = "trusted-scorer"  # program returns data; the task's scorer runs in basevolve
+    EVALUATOR = "trusted-evaluator"  # an evaluator in basevolve calls the sandboxed program
+    IN_SANDBOX = "evaluator-in-sandbox"  # the task's evaluator runs beside the program
+    NOT_RUN = "not-executed"  # a text artifact: nothing is executed (issue 15)
+
+
 class ExecStatus(StrEnum):
     OK = "ok"
     ERROR = "error"  # the program raised, or its entry function is missing
@@ -115,6 +130,35 @@ class ExecResult:
 
 
 @dataclass(frozen=True, slots=True)
+class CallResult:
+    """One call of a sandboxed program's function by a trusted evaluator (issue 21).
+
+    Like :class:`ExecResult`, only plain data: ``value`` is rebuilt by the trusted parent
+    from JSON / ``.npy`` bytes; an exception the function raised comes back as ``error``
+    (``"ValueError: ..."``, its traceback in ``stderr``), never as an object.
+    ``wall_s`` and ``cpu_s`` are measured by the sandbox worker, outside the program's
+    process (:mod:`basevolve.sandbox.session`), so a program that patches ``time`` or
+    ``resource`` cannot change them.  ``stdout``/``stderr`` are what the program printed
+    during this call (capped).
+    """
+
+    fn: str
+    status: ExecStatus
+    value: Any = None
+    error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    isolation: Isolation = Isolation.BWRAP
+
+    @property
+    def ok(self) -> bool:
+        """True when the function returned a plain-data value (``status`` is ``ok``)."""
+        return self.status is ExecStatus.OK
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """A trusted score of one program.
 
@@ -139,3 +183,7 @@ class Evaluation:
     eval_calls: tuple[dict[str, Any], ...] = ()
     eval_flops: float = 0.0
     eval_tokens: int = 0
+    # Evaluator feedback (issue 21; OpenEvolve's "artifacts"): short texts such as failing
+    # cases or the evaluator's notes, stored and shown to the LLM with --feedback artifacts.
+    artifacts: dict[str, str] = field(default_factory=dict)
+    trust: Trust = Trust.SCORER

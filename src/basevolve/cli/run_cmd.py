@@ -158,6 +158,7 @@ def summary_table(s: dict[str, Any]) -> str:
         ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
         ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
+        *([("scored by (trust)", s["trust"])] if s.get("trust") else []),
         ("pulls per arm", " ".join(map(str, s["pulls_per_arm"]))),
         ("decisions with a choice", "-" if s.get("decisions_with_choice") is None
          else f"{100 * s['decisions_with_choice']:.1f}% of {s['bandit_decisions']}"),

@@ -85,6 +85,8 @@ def task_details(spec: str) -> dict[str, Any]:
         "system_message": task.system_message,
         "initial_program": task.initial_program,
         "artifact": task.artifact,
+        "evaluation": task.evaluation,
+        "call_timeout_s": getattr(task, "call_timeout_s", None),
         "params": [{"name": p.name, "kind": p.kind.__name__, "default": p.default,
                     "help": p.help, **({"choices": list(p.choices)} if p.choices else {})}
                    for p in task.PARAMS],
@@ -102,6 +104,12 @@ def _show(spec: str, as_json: bool) -> int:
     if d["artifact"] == "text":
         print("artifact        text (a prompt template; never executed, scored by an "
               "answering LLM)")
+    elif d["evaluation"] == "calls":
+        print(f"entry function  {d['entry']}() -- called with arguments by the task's trusted "
+              "evaluator (evaluate_program), which scores what it returns")
+        print(f"limits          {d['call_timeout_s']:g} s per call, {d['timeout_s']:g} s for the "
+              f"import and all calls, {d['memory_mb']} MB memory, {d['max_processes']} "
+              f"processes, {d['max_file_mb']} MB per file, no network")
     else:
         print(f"entry function  {d['entry']}() -- called with no arguments; returns the solution")
         print(f"limits          {d['timeout_s']:g} s wall clock, {d['memory_mb']} MB memory, "
@@ -193,8 +201,9 @@ async def _evaluate_all(
 
     workers = max(1, min(len(sources), os.cpu_count() or 1))
     with SandboxPool(SandboxConfig(workers=workers, isolation="auto")) as pool:
+        one = _one if task.evaluation == "entry" else _called
         jobs = [
-            asyncio.ensure_future(_one(pool, task, name, code, timeout)) for name, code in sources
+            asyncio.ensure_future(one(pool, task, name, code, timeout)) for name, code in sources
         ]
         for job in jobs:  # in argument order, each as soon as it (and those before it) is done
             outcome = await job
@@ -213,6 +222,19 @@ async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> _
     if result.status is ExecStatus.OK:
         strict_error = task.score_value(result.value, tol=STRICT_TOL).error
     return _Outcome(name, evaluation, strict_error)
+
+
+async def _called(pool: Any, task: Task, name: str, code: str, timeout: float) -> _Outcome:
+    """A program of a task scored by calling it (a function task, a task directory):
+    the run's own evaluator, with the first scorer error raised as one line."""
+    from basevolve.engine.evaluators import evaluator_for
+    from basevolve.tasks.scoring import ScorerGuard, default_log_path
+
+    evaluator = evaluator_for(task, pool)
+    evaluator.scorer = ScorerGuard(task, default_log_path(), max_in_row=1)
+    loop = asyncio.get_running_loop()
+    evaluation = await loop.run_in_executor(None, evaluator.evaluate_sync, code, timeout)
+    return _Outcome(name, evaluation, evaluation.error)
 
 
 def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any]:

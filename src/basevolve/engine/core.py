@@ -68,6 +68,7 @@ attempt counts, so the client runs without internal retries and the engine re-is
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from collections.abc import Callable
@@ -112,7 +113,8 @@ def _child(pid: int, code: str | None, ev: Evaluation) -> Child:
     """What the protocol is told about an evaluated program (metrics and output
     included: OpenEvolve-style feature dimensions and artifacts read them)."""
     return Child(pid, code, ev.score, ev.valid, ev.error, metrics=dict(ev.metrics) or None,
-                 output=program_output(ev.stdout[:OUTPUT_KEEP], ev.stderr[:OUTPUT_KEEP]))
+                 output=program_output(ev.stdout[:OUTPUT_KEEP], ev.stderr[:OUTPUT_KEEP]),
+                 artifacts=dict(ev.artifacts) or None)
 
 
 class Engine:
@@ -408,6 +410,8 @@ class Engine:
             metrics=ev.metrics, error=ev.error, isolation=str(ev.isolation),
             seconds=ev.seconds, stdout=ev.stdout[:OUTPUT_KEEP], stderr=ev.stderr[:OUTPUT_KEEP],
             eval_flops=ev.eval_flops, eval_tokens=ev.eval_tokens, eval_calls=ev.eval_calls,
+            trust=str(ev.trust),
+            artifacts_json=json.dumps(ev.artifacts, sort_keys=True) if ev.artifacts else None,
             **row)
 
     def _record_child(self, job: CallJob, code: str | None, ev: Evaluation) -> None:

@@ -77,17 +77,22 @@ class SandboxEvaluator:
             result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
         except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
             # else (a bug, a crash) propagates and the run stays resumable
-            self._failures_in_row += 1
-            if self._failures_in_row >= MAX_SANDBOX_FAILURES_IN_ROW:
-                raise SandboxError(
-                    f"the sandbox failed {self._failures_in_row} evaluations in a row "
-                    f"(last: {type(exc).__name__}: {exc}); fix it, then continue with --resume"
-                ) from exc
-            isolation = getattr(self._pool, "isolation", None) or Isolation.BWRAP
-            return ExecResult(ExecStatus.CRASHED, error=f"sandbox failure: {exc}",
-                              isolation=isolation)
+            return self.sandbox_failure(exc)
         self._failures_in_row = 0
         return result
+
+    def sandbox_failure(self, exc: Exception) -> ExecResult:
+        """Count one failure of the sandbox itself; the child's result, or stop the run
+        after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row (see :meth:`execute`)."""
+        self._failures_in_row += 1
+        if self._failures_in_row >= MAX_SANDBOX_FAILURES_IN_ROW:
+            raise SandboxError(
+                f"the sandbox failed {self._failures_in_row} evaluations in a row "
+                f"(last: {type(exc).__name__}: {exc}); fix it, then continue with --resume"
+            ) from exc
+        isolation = getattr(self._pool, "isolation", None) or Isolation.BWRAP
+        return ExecResult(ExecStatus.CRASHED, error=f"sandbox failure: {exc}",
+                          isolation=isolation)
 
     async def evaluate(self, code: str) -> Evaluation:
         result = await self.execute(code)

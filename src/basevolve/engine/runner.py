@@ -23,7 +23,8 @@ from basevolve.config import RunConfig
 from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
 from basevolve.engine.endpoints import load_model, probe_endpoint
-from basevolve.engine.evaluator import SandboxEvaluator, start_pool
+from basevolve.engine.evaluator import start_pool
+from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
@@ -113,7 +114,7 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
     """
     if answers is None:
         log = None if store is None else Path(f"{store.path}.scorer-errors.log")
-        return SandboxEvaluator(task, pool, scorer_log=log, notify=notify)
+        return evaluator_for(task, pool, scorer_log=log, notify=notify)
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])
@@ -197,7 +198,9 @@ async def _keep_solution(summary: dict[str, Any], store: RunStore, evaluator: An
     from basevolve.records import ExecStatus
 
     code = summary.get("best_code")
-    if code is None or getattr(evaluator.task, "artifact", "program") == "text":
+    task = evaluator.task
+    if code is None or getattr(task, "artifact", "program") == "text" or getattr(
+            task, "evaluation", "entry") != "entry":
         return
     try:
         ex = await evaluator.execute(code)

@@ -81,5 +81,7 @@ def program_output(stdout: str, stderr: str) -> str | None:
 def child_from_row(r: Any) -> Child:
     """The :class:`Child` a stored ``programs`` row tells (initial program and resume)."""
     metrics = json.loads(r["metrics_json"]) if r["metrics_json"] else None
+    artifacts = r["artifacts_json"]
     return Child(r["program_id"], r["code"], r["score"], bool(r["valid"]), r["error"],
-                 metrics=metrics, output=program_output(r["stdout"] or "", r["stderr"] or ""))
+                 metrics=metrics, output=program_output(r["stdout"] or "", r["stderr"] or ""),
+                 artifacts=json.loads(artifacts) if artifacts else None)

@@ -30,6 +30,9 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "FROM trajectories t WHERE t.run_id=? ORDER BY t.trajectory", (run,))
     kids = store.query("SELECT count(*) n, coalesce(sum(valid),0) v FROM programs "
                        "WHERE run_id=? AND is_initial=0", (run,))[0]
+    trust = [r["trust"] for r in store.query(
+        "SELECT DISTINCT trust FROM programs WHERE run_id=? AND trust IS NOT NULL "
+        "ORDER BY trust", (run,))]
     row = store.get_run(run)
     assert row is not None  # runs are never deleted
     status = row["status"]
@@ -51,6 +54,8 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "best_program_id": None if b is None else b["program_id"],
         "best_code": None if b is None else b["code"],
         "children": kids["n"], "valid_rate": kids["v"] / kids["n"] if kids["n"] else None,
+        # where the scores were computed (issue 21): one level per run in practice
+        "trust": ", ".join(trust) or None,
         "allocator": cfg.allocator, "arms": cfg.arms, "pull": cfg.pull, "reward": cfg.reward,
         "pulls_per_arm": [r["pulls"] for r in per_traj],
         "calls_per_arm": [r["calls"] for r in per_traj],
@@ -67,7 +72,8 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
 def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator: Any,
                   out_dir: Path | None) -> dict[str, Any]:
     """Write ``best_program.py`` and ``best.png`` (``task.draw``) under ``out_dir``; for a
-    text task (issue 15) ``best_prompt.txt`` and no picture (nothing is run)."""
+    text task (issue 15) ``best_prompt.txt`` and no picture (nothing is run); a function
+    task or a task directory (issue 21) has no single value, so no picture either."""
     code = summary.get("best_code")
     if out_dir is None or code is None:
         return {"best_program": None, "picture": None}
@@ -80,8 +86,8 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
         return {"best_program": None, "picture": None,
                 "output_error": f"cannot write {str(program)!r}: {exc.strerror or exc}"}
     result: dict[str, Any] = {"best_program": str(program), "picture": None}
-    if text:
-        return result
+    if text or getattr(task, "evaluation", "entry") != "entry":
+        return result  # only an entry() program has one value to draw
     try:  # the value is not stored, so run the best program once more (sandboxed)
         ex = asyncio.run(evaluator.execute(code))
         if ex.status is ExecStatus.OK:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from basevolve.llm.flops import call_flops
-from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation
+from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.text import AnswerCall, Messages, TextTask
 
 
@@ -136,7 +136,7 @@ class TextEvaluator:
         return Evaluation(
             score=ts.score, valid=ts.valid, metrics=dict(ts.metrics), error=ts.error,
             strict_score=ts.score, strict_valid=ts.valid, isolation=Isolation.TEXT,
-            seconds=time.monotonic() - t0, stdout=ts.feedback, eval_calls=ts.rows,
+            trust=Trust.NOT_RUN, seconds=time.monotonic() - t0, stdout=ts.feedback, eval_calls=ts.rows,
             eval_flops=float(sum(r["flops"] for r in sent)),
             eval_tokens=int(sum(r["prompt_tokens"] + r["completion_tokens"] for r in sent)))
 

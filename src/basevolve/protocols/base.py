@@ -64,6 +64,7 @@ class Child:
     error: str | None = None
     metrics: dict[str, float] | None = None  # the trusted scorer's raw metrics
     output: str | None = None  # the program's stdout/stderr (OpenEvolve's "artifacts")
+    artifacts: dict[str, str] | None = None  # the evaluator's feedback (issue 21)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

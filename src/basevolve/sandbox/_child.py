@@ -186,8 +186,9 @@ def child_main(
     raw = read_frame(REQUEST_FD)  # the worker forked us ahead of time; block until needed
     if raw is None:
         os._exit(0)
-    os.close(REQUEST_FD)
     req = json.loads(raw)
+    if req.get("op") != "open":  # a call session keeps reading its calls from it
+        os.close(REQUEST_FD)
     apply_limits(req["limits"])
     uid, gid = cfg.get("uid"), cfg.get("gid")
     if uid is not None:
@@ -198,6 +199,8 @@ def child_main(
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     sys.argv = [PROGRAM_FILE]
     me = os.getpid()
+    if req.get("op") == "open":
+        serve(req["code"], me)  # a call session: never returns
 
     def finish(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
         if os.getpid() != me:  # a fork of the program must never write the result
@@ -215,53 +218,155 @@ def child_main(
         finally:
             os._exit(0)
 
-    code, entry = req["code"], req["entry"]
     try:
-        mod = types.ModuleType(MODULE_NAME)
-        mod.__file__ = PROGRAM_FILE
-        sys.modules[MODULE_NAME] = mod
-        linecache.cache[PROGRAM_FILE] = (len(code), None, code.splitlines(True), PROGRAM_FILE)
-        exec(compile(code, PROGRAM_FILE, "exec"), mod.__dict__)
-        fn = mod.__dict__.get(entry)
-        if fn is None:
-            finish(
-                {
-                    "status": "error",
-                    "error": f"entry function {entry!r} is not defined by the program",
-                }
-            )
-        if not callable(fn):
-            finish(
-                {
-                    "status": "error",
-                    "error": f"entry {entry!r} is a {type(fn).__name__}, not a function",
-                }
-            )
-        value = fn()
-    except SystemExit as exc:
-        finish(
-            {
-                "status": "error",
-                "error": f"program called sys.exit({exc.code!r}) instead of returning",
-            }
-        )
+        mod = load_program(req["code"])
     except BaseException as exc:  # the program's own failure, reported with its reason
-        try:
-            traceback.print_exc()
-            reason = f"{type(exc).__name__}: {exc}"[:2000]
-        except BaseException:
-            reason = type(exc).__name__
-        finish({"status": "error", "error": reason})
+        finish(failure(exc))
+    finish(*run_function(mod, req["entry"], (), {}, me, session=False))
+
+
+def load_program(code: str) -> types.ModuleType:
+    """Exec ``code`` as the module ``program`` (its ``__main__`` block does not run)."""
+    mod = types.ModuleType(MODULE_NAME)
+    mod.__file__ = PROGRAM_FILE
+    sys.modules[MODULE_NAME] = mod
+    linecache.cache[PROGRAM_FILE] = (len(code), None, code.splitlines(True), PROGRAM_FILE)
+    exec(compile(code, PROGRAM_FILE, "exec"), mod.__dict__)
+    return mod
+
+
+def failure(exc: BaseException) -> dict[str, Any]:
+    """The result header of a program that raised (its traceback goes to stderr)."""
+    if isinstance(exc, SystemExit):
+        return {"status": "error",
+                "error": f"program called sys.exit({exc.code!r}) instead of returning"}
     try:
-        blobs = []
+        traceback.print_exception(exc)
+        reason = f"{type(exc).__name__}: {exc}"[:2000]
+    except BaseException:
+        reason = type(exc).__name__
+    return {"status": "error", "error": reason}
+
+
+def run_function(mod: types.ModuleType, name: str, args: Sequence[Any], kwargs: dict[str, Any],
+                 me: int, *, session: bool) -> tuple[dict[str, Any], Sequence[bytes]]:
+    """Call ``mod.<name>(*args, **kwargs)``; the result header and its ``.npy`` blobs.
+
+    A fork of the program that returns through here exits at once: only the process the
+    worker started may answer.
+    """
+    what = "function" if session else "entry function"
+    fn = mod.__dict__.get(name)
+    if fn is None:
+        return {"status": "error", "error": f"{what} {name!r} is not defined by the program"}, ()
+    if not callable(fn):
+        label = "function" if session else "entry"
+        return {"status": "error",
+                "error": f"{label} {name!r} is a {type(fn).__name__}, not a function"}, ()
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # the program's own failure, reported with its reason
+        if os.getpid() != me:
+            os._exit(0)
+        return failure(exc), ()
+    if os.getpid() != me:
+        os._exit(0)
+    try:
+        blobs: list[bytes] = []
         tree = encode(value, blobs)
     except BadValue as exc:
-        finish({"status": "bad_output", "error": str(exc)})
+        return {"status": "bad_output", "error": str(exc)}, ()
     except BaseException as exc:
-        finish(
-            {
-                "status": "bad_output",
-                "error": f"could not encode the returned value: {type(exc).__name__}",
-            }
-        )
-    finish({"status": "ok", "tree": tree, "blobs": [len(b) for b in blobs]}, blobs)
+        return {"status": "bad_output",
+                "error": f"could not encode the returned value: {type(exc).__name__}"}, ()
+    return {"status": "ok", "tree": tree, "blobs": [len(b) for b in blobs]}, blobs
+
+
+# ---------------------------------------------------------------- call sessions
+
+
+def decode(node: Any, blobs: Sequence[bytes]) -> Any:
+    """Rebuild a call argument from the tagged tree ``encode`` wrote (trusted sender)."""
+    tag, payload = node
+    if tag == "n":
+        return None
+    if tag in ("b", "i", "s"):
+        return payload
+    if tag == "f":
+        return float(payload)
+    if tag == "c":
+        return complex(payload[0], payload[1])
+    if tag == "l":
+        return [decode(x, blobs) for x in payload]
+    if tag == "t":
+        return tuple(decode(x, blobs) for x in payload)
+    if tag == "d":
+        return {k: decode(v, blobs) for k, v in payload}
+    if tag == "a":
+        import numpy
+
+        return numpy.load(io.BytesIO(blobs[payload]), allow_pickle=False)
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def unpack_call(packed: bytes) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword arguments of one call from its ``BVR1`` frame."""
+    if packed[:4] != b"BVR1":
+        raise ValueError("not a BVR1 frame")
+    (size,) = struct.unpack(">I", packed[4:8])
+    header = json.loads(packed[8 : 8 + size])
+    blobs, pos = [], 8 + size
+    for n in header["blobs"]:
+        blobs.append(packed[pos : pos + n])
+        pos += n
+    value = decode(header["tree"], blobs)
+    return list(value["args"]), dict(value["kwargs"])
+
+
+def serve(code: str, me: int) -> None:
+    """Call-session mode: import the program once, then answer calls until EOF.
+
+    Each call is two frames on ``REQUEST_FD`` (JSON ``{"fn", "nonce"}`` and the packed
+    arguments); each answer is one length-prefixed result frame on ``RESULT_FD`` that
+    echoes the call's nonce, so a frame the program wrote itself ahead of time is never
+    taken for an answer.  Timing is not done here (the program could fake it): the worker
+    measures every call from outside this process.
+    """
+
+    def reply(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
+        if os.getpid() != me:
+            os._exit(0)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        data = result_frame(header, blobs)
+        try:
+            write_all(RESULT_FD, struct.pack(">I", len(data)) + data)
+        except OSError:
+            os._exit(0)
+
+    try:
+        mod = load_program(code)
+    except BaseException as exc:
+        reply(failure(exc))
+        os._exit(0)
+    reply({"status": "ok", "tree": ["n", None], "blobs": []})
+    while True:
+        raw = read_frame(REQUEST_FD)
+        packed = read_frame(REQUEST_FD) if raw is not None else None
+        if packed is None:
+            os._exit(0)
+        nonce = None
+        try:
+            call = json.loads(raw)
+            nonce = call["nonce"]
+            args, kwargs = unpack_call(packed)
+        except Exception as exc:
+            header, blobs = {"status": "error", "error": "the call's arguments could not be"
+                             f" decoded ({type(exc).__name__}: {exc})"}, ()
+        else:
+            header, blobs = run_function(mod, call["fn"], args, kwargs, me, session=True)
+        header["nonce"] = nonce
+        reply(header, blobs)

@@ -33,7 +33,6 @@ import importlib.util
 import json
 import os
 import select
-import shutil
 import signal
 import sys
 import time
@@ -43,108 +42,31 @@ from typing import Any
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _load_child() -> types.ModuleType:
-    """Import the sibling ``_child.py`` by path: never put this directory on sys.path."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child.py")
-    spec = importlib.util.spec_from_file_location("_basevolve_sandbox_child", path)
+def load_sibling(name: str) -> types.ModuleType:
+    """Import the sibling ``<name>.py`` by path (never put this directory on sys.path).
+
+    Cached in ``sys.modules`` under ``_basevolve_sandbox_<name without leading _>`` so every sibling that
+    looks a module up there (``_session.py``) shares one copy and one state (the
+    ``EXITING`` set of ``_procs.py``).
+    """
+    key = f"_basevolve_sandbox_{name.lstrip('_')}"
+    if key in sys.modules:
+        return sys.modules[key]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(key, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
 
 
-_child = _load_child()
+_child = load_sibling("_child")
+_procs = load_sibling("_procs")
+_session = load_sibling("_session")
 child_main, read_frame, write_frame = _child.child_main, _child.read_frame, _child.write_frame
-
-
-def proc_info(pid: int | str) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            text = fh.read()
-    except OSError:
-        return None
-    info = {}
-    for line in text.splitlines():
-        key, _, val = line.partition(":")
-        if key in ("State", "PPid", "Uid"):
-            info[key] = val.split()[0]
-    return info
-
-
-def reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def has_descendants() -> bool:
-    """True when this worker has any child (orphans of the program are re-parented here).
-
-    Because the worker is a child subreaper, every process the program left behind is
-    a descendant of a direct child of the worker, so an empty ``children`` list proves
-    nothing escaped and spares a scan of the host's whole ``/proc`` (rlimits mode).
-    """
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as fh:
-                if fh.read().strip():
-                    return True
-    except OSError:
-        return True  # kernel without CONFIG_PROC_CHILDREN: do the full scan
-    return False
-
-
-def sweep(uid: int | None) -> int:
-    """Kill every process the evaluation left behind; return how many were alive.
-
-    Leftovers are processes of the worker's sandbox uid or orphans re-parented to this
-    worker (it is a child subreaper), so double-forked daemons are found too.
-    """
-    for pid in list(EXITING):  # already SIGKILLed: wait so they are not counted as leftovers
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-        EXITING.discard(pid)
-    reap()
-    if not has_descendants():
-        return 0
-    me = os.getpid()
-    escaped = set()
-    for _ in range(200):
-        alive = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in (me, 1):
-                continue
-            info = proc_info(name)
-            if not info or info.get("State") == "Z":
-                continue
-            if (uid is not None and info.get("Uid") == str(uid)) or info.get("PPid") == str(me):
-                alive.append(int(name))
-        if not alive:
-            break
-        escaped.update(alive)
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.002)
-        reap()
-    reap()
-    return len(escaped)
-
-
-def fresh_workdir(cfg: dict[str, Any]) -> str:
-    workdir = os.path.join(cfg["work_root"], "run")
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.mkdir(workdir, 0o700)
-    if cfg.get("uid") is not None:
-        os.chown(workdir, cfg["uid"], cfg["gid"])
-    return workdir
+fresh_workdir, finish_child, alone = _procs.fresh_workdir, _procs.finish_child, _procs.alone
+killed_alone, let_exit, reap_exiting = _procs.killed_alone, _procs.let_exit, _procs.reap_exiting
+EXITING = _procs.EXITING
 
 
 def spawn_spare(cfg: dict[str, Any], libc: ctypes.CDLL) -> dict[str, Any]:
@@ -267,105 +189,6 @@ def evaluate(
     return header, b"" if overflow else bytes(bufs[res_r]), pending
 
 
-EXITING = set()  # children killed after their answer was sent, not reaped yet
-
-
-def reap_exiting() -> None:
-    for pid in list(EXITING):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            EXITING.discard(pid)
-
-
-def let_exit(pending: dict[str, Any]) -> None:
-    """The answer is sent: kill what is left of the child without waiting for its exit.
-
-    Its address-space teardown then overlaps the next request; it is reaped later by
-    ``reap_exiting``.  It was already SIGKILLed by ``killed_alone`` before the answer, so
-    it cannot have started anything since; this kill is a harmless repeat.
-    """
-    pid = pending["pid"]
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    os.close(pending["pidfd"])
-    shutil.rmtree(pending["workdir"], ignore_errors=True)
-    EXITING.add(pid)
-
-
-def alone(pid: int) -> bool:
-    """True when the program's process is the worker's only child and has no children.
-
-    Checked once the result is complete and the child closed its pipes, so the answer
-    need not wait for the child's exit; ``killed_alone`` repeats it after a SIGKILL so
-    nothing can be started between the check and the answer.
-    """
-    reap_exiting()
-    try:
-        kids = set()
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as fh:
-                kids.update(fh.read().split())
-        if kids - {str(p) for p in (pid, *EXITING)}:
-            return False
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                if fh.read().split():
-                    return False
-    except OSError:
-        return False
-    return True
-
-
-def killed_alone(pid: int) -> bool:
-    """SIGKILL the program (group and process), then confirm it is still ``alone``.
-
-    Why before the answer: a program may close its own pipes after writing a result and
-    keep running; answering first and killing afterwards (``let_exit``) left a window in
-    which it could fork a session leader that outlived the evaluation and was blamed on
-    the next, innocent program.  Once SIGKILL is pending no fork of the program can
-    complete (the kernel refuses it), so a child absent after the kill can never appear;
-    the kill costs microseconds, the address-space teardown still overlaps the next
-    request.  ``False`` sends the evaluation down the waiting path, whose sweep counts
-    whatever was started as the program's own leftovers.
-    """
-    for kill in (os.killpg, os.kill):
-        try:
-            kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return alone(pid)
-
-
-def finish_child(
-    pid: int, pidfd: int, status: int | None, workdir: str, cfg: dict[str, Any]
-) -> int:
-    """Kill what is left of the evaluation (process group, then any leftover); reap."""
-    if status is None:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-    try:
-        os.killpg(pid, signal.SIGKILL)  # the program's own process group
-    except OSError:
-        pass
-    leftovers = sweep(cfg.get("uid"))
-    os.close(pidfd)
-    shutil.rmtree(workdir, ignore_errors=True)
-    return leftovers
-
-
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -395,10 +218,17 @@ def main() -> None:
         if raw is None:
             if spare is not None:
                 discard_spare(spare)
+            _session.end(cfg)
             return
+        req = json.loads(raw)
+        op = req.get("op")
+        if op is not None:  # a call session (_session.py)
+            spare = session_request(op, req, raw, spare, cfg, libc, proto_in, proto_out)
+            continue
+        _session.end(cfg)  # a one-shot request ends any session left open
         if spare is None:
             spare = spawn_spare(cfg, libc)
-        header, result, pending = evaluate(json.loads(raw), raw, spare, cfg)
+        header, result, pending = evaluate(req, raw, spare, cfg)
         spare = None
         write_frame(proto_out, json.dumps(header).encode())
         write_frame(proto_out, result)
@@ -406,6 +236,32 @@ def main() -> None:
             let_exit(pending)
         spare = spawn_spare(cfg, libc)
 
+
+def session_request(op: str, req: dict[str, Any], raw: bytes, spare: dict[str, Any] | None,
+                    cfg: dict[str, Any], libc: ctypes.CDLL, proto_in: int,
+                    proto_out: int) -> dict[str, Any] | None:
+    """Answer one session request; return the spare child (None while a session is open).
+
+    The spare is forked only when no session is open: its fresh working directory is
+    the one the session's program is using.
+    """
+    if op == "call":
+        packed = read_frame(proto_in) or b""
+        header, result = _session.call(req, raw, packed, cfg)
+    elif op == "open":
+        if spare is None:
+            spare = spawn_spare(cfg, libc)
+        header, result = _session.open_session(req, raw, spare, cfg)
+        spare = None
+    elif op == "close":
+        header, result = _session.close(cfg)
+    else:
+        header, result = {"ended": True, "protocol_error": f"unknown op {op!r}"}, b""
+    write_frame(proto_out, json.dumps(header).encode())
+    write_frame(proto_out, result)
+    if _session.CURRENT is None and spare is None:
+        spare = spawn_spare(cfg, libc)
+    return spare
 
 if __name__ == "__main__":
     main()

@@ -34,7 +34,7 @@ class DecodeError(ValueError):
     """The child's result bytes are not a well-formed plain-data value."""
 
 
-def _signal_name(num: int) -> str:
+def signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
     except ValueError:
@@ -122,8 +122,13 @@ class _TreeDecoder:
         return handler(payload, depth)
 
 
-def decode_result(data: bytes) -> tuple[ExecStatus, Any, str | None]:
-    """Decode the child's result frame -> (status, value, error)."""
+def decode_result(data: bytes, *, nonce: str | None = None) -> tuple[ExecStatus, Any, str | None]:
+    """Decode the child's result frame -> (status, value, error).
+
+    ``nonce``: the answer to a session call must echo the call's nonce; a frame the
+    program wrote to the result channel on its own (say, ahead of the call, to fake a
+    fast answer) does not know it and is refused.
+    """
     if len(data) < 8 or data[:4] != MAGIC:
         raise DecodeError("result frame is missing or truncated")
     (head_len,) = struct.unpack(">I", data[4:8])
@@ -138,6 +143,9 @@ def decode_result(data: bytes) -> tuple[ExecStatus, Any, str | None]:
         raise DecodeError("result header is not valid JSON") from exc
     if not isinstance(header, dict):
         raise DecodeError("result header is not an object")
+    if nonce is not None and header.get("nonce") != nonce:
+        raise DecodeError("the answer does not belong to this call (wrong nonce): the program"
+                          " wrote to the result channel itself")
     status = header.get("status")
     if status in (ExecStatus.ERROR, ExecStatus.BAD_OUTPUT):
         return ExecStatus(status), None, str(header.get("error") or "unspecified error")[:4000]
@@ -170,8 +178,8 @@ def interpret(
 ) -> ExecResult:
     """Map the worker's facts (exit status, timeout, result bytes) to one ExecResult."""
     common = {
-        "stdout": _with_drop_note(header.get("stdout", ""), header.get("stdout_dropped", 0)),
-        "stderr": _with_drop_note(header.get("stderr", ""), header.get("stderr_dropped", 0)),
+        "stdout": with_drop_note(header.get("stdout", ""), header.get("stdout_dropped", 0)),
+        "stderr": with_drop_note(header.get("stderr", ""), header.get("stderr_dropped", 0)),
         "isolation": isolation,
         "seconds": float(header.get("seconds", 0.0)),
     }
@@ -211,7 +219,7 @@ def interpret(
         hint = " (out of memory or killed)" if sig == signal.SIGKILL else ""
         return ExecResult(
             ExecStatus.CRASHED,
-            error=f"program was killed by {_signal_name(sig)}{hint} before returning",
+            error=f"program was killed by {signal_name(sig)}{hint} before returning",
             **common,
         )
     code = header.get("exit_code")
@@ -222,5 +230,5 @@ def interpret(
     )
 
 
-def _with_drop_note(text: str, dropped: int) -> str:
+def with_drop_note(text: str, dropped: int) -> str:
     return f"{text}\n[... {dropped} more bytes truncated]" if dropped else text

@@ -128,8 +128,9 @@ class WorkerHandle:
             raise WorkerGone(f"worker sent an oversized frame ({size} bytes)")
         return self._read_exact(size, deadline)
 
-    def _write_frame(self, data: bytes) -> None:
-        view = memoryview(struct.pack(">I", len(data)) + data)
+    def _write_frames(self, frames: list[bytes]) -> None:
+        """All ``frames`` in one buffer: one write per request in the common case."""
+        view = memoryview(b"".join(struct.pack(">I", len(d)) + d for d in frames))
         try:
             while view:
                 view = view[os.write(self._in, view) :]
@@ -153,11 +154,20 @@ class WorkerHandle:
 
     def evaluate(self, request: dict[str, Any], backstop_s: float) -> tuple[dict[str, Any], bytes]:
         """Send one request; return (worker header, child result bytes) or raise WorkerGone."""
+        return self.exchange([json.dumps(request).encode()], backstop_s, count=True)
+
+    def exchange(self, frames: list[bytes], backstop_s: float,
+                 count: bool = False) -> tuple[dict[str, Any], bytes]:
+        """Send ``frames`` (a JSON request, then any payload frames it announces); return
+        (worker header, result bytes) or raise WorkerGone (the worker is then killed).
+
+        ``count``: this request starts a program (an evaluation or a session), which is
+        what ``max_evals_per_worker`` counts; the calls of a session are not counted."""
         if self.dead:
             raise WorkerGone("worker is dead")
-        self.evals += 1
+        self.evals += count
         try:
-            self._write_frame(json.dumps(request).encode())
+            self._write_frames(frames)
             deadline = time.monotonic() + backstop_s
             header = json.loads(self._read_frame(deadline))
             result = self._read_frame(deadline)

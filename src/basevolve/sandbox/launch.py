@@ -21,9 +21,11 @@ from basevolve.records import Isolation
 from basevolve.sandbox.config import SandboxConfig
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
-CHILD_SCRIPT = Path(__file__).with_name("_child.py")  # loaded by the worker from its own dir
-SANDBOX_WORKER_PATH = "/opt/basevolve/_worker.py"
-SANDBOX_CHILD_PATH = "/opt/basevolve/_child.py"
+# Loaded by the worker from its own directory (``_worker.load_sibling``).
+SIBLING_SCRIPTS = tuple(Path(__file__).with_name(n) for n in ("_child.py", "_procs.py",
+                                                                "_session.py"))
+SANDBOX_DIR = "/opt/basevolve"
+SANDBOX_WORKER_PATH = f"{SANDBOX_DIR}/_worker.py"
 SANDBOX_HOSTNAME = "sandbox"
 _THREAD_VARS = (
     "OPENBLAS_NUM_THREADS",
@@ -149,9 +151,10 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
         "--ro-bind",
         str(WORKER_SCRIPT),
         SANDBOX_WORKER_PATH,
-        "--ro-bind",
-        str(CHILD_SCRIPT),
-        SANDBOX_CHILD_PATH,
+    ]
+    for script in SIBLING_SCRIPTS:
+        argv += ["--ro-bind", str(script), f"{SANDBOX_DIR}/{script.name}"]
+    argv += [
         "--chdir",
         "/tmp",
         "--clearenv",

@@ -24,7 +24,9 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +37,7 @@ from basevolve.sandbox.codec import interpret
 from basevolve.sandbox.config import MAX_TIMEOUT_S, IsolationMode, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 from basevolve.sandbox.launch import bwrap_path, make_launch
+from basevolve.sandbox.session import ProgramSession
 from basevolve.sandbox.uids import UidLease
 
 logger = logging.getLogger(__name__)
@@ -193,9 +196,39 @@ class SandboxPool:
                 f"SandboxPool.run timeout_s={timeout_s!r} must be a number > 0 and at most"
                 f" {MAX_TIMEOUT_S:g} s"
             )
+        handle = self._acquire("run")
+        try:
+            return self._evaluate(handle, code, entry, float(timeout_s))
+        finally:
+            self._release(handle)
+
+    @contextmanager
+    def session(self, code: str, *, timeout_s: float,
+                call_timeout_s: float | None = None) -> Iterator[ProgramSession]:
+        """Import ``code`` once in a worker and let trusted code call its functions.
+
+        ``timeout_s`` bounds the import and every call together; ``call_timeout_s`` is a
+        call's default limit (see :mod:`basevolve.sandbox.session`).  The worker is held
+        for the whole ``with`` block and released (or replaced, if the program
+        misbehaved) when it ends.
+        """
+        handle = self._acquire("session")
+        try:
+            program = ProgramSession(handle, self.config, code, timeout_s=timeout_s,
+                                     call_timeout_s=call_timeout_s)
+            try:
+                program.open()
+                yield program
+            finally:
+                program.close()
+        finally:
+            self._release(handle)
+
+    def _acquire(self, what: str) -> WorkerHandle:
+        """An idle, started worker for this thread (blocks until one is free)."""
         self.ready()
         if self._closed:
-            raise SandboxError("SandboxPool.run called on a closed pool; create a new SandboxPool")
+            raise SandboxError(f"SandboxPool.{what} called on a closed pool; create a new SandboxPool")
         handle = self._idle.get()
         try:
             for attempt in range(2):  # a replacement worker that dies while starting gets one retry
@@ -207,9 +240,10 @@ class SandboxPool:
                 except SandboxError:
                     if attempt:
                         raise
-            return self._evaluate(handle, code, entry, float(timeout_s))
-        finally:
+        except BaseException:
             self._release(handle)
+            raise
+        return handle
 
     async def arun(self, code: str, entry: str, timeout_s: float) -> ExecResult:
         """Asyncio version of :meth:`run`; up to ``workers`` evaluations overlap."""

@@ -221,11 +221,29 @@ def _m005_evaluation_calls() -> str:
         """
 
 
+def _m006_trust_and_artifacts() -> str:
+    """Version 6 (issue 21): where each score was computed, and the evaluator's feedback.
+
+    * ``programs.trust``: ``trusted-scorer`` (an ``entry()`` program's value scored in
+      basevolve), ``trusted-evaluator`` (a function task: an evaluator in basevolve
+      called the sandboxed program), ``evaluator-in-sandbox`` (an OpenEvolve task
+      directory: its evaluator ran beside the program and could be tampered with) or
+      ``not-executed`` (a text artifact).  Older rows are NULL.
+    * ``programs.artifacts_json``: the evaluator's feedback (OpenEvolve's "artifacts":
+      failing cases, notes, stderr), a JSON object of str -> str, shown to the LLM in the
+      next prompt of this parent with ``--feedback artifacts``.
+    """
+    return """
+        ALTER TABLE programs ADD COLUMN trust TEXT;
+        ALTER TABLE programs ADD COLUMN artifacts_json TEXT;
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     _m001_initial, _m002_task_identity, _m003_solutions, _m004_concurrency_and_purpose,
-    _m005_evaluation_calls)
+    _m005_evaluation_calls, _m006_trust_and_artifacts)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -38,6 +38,9 @@ class ScoreResult:
     valid: bool
     metrics: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    # Feedback for the LLM (failing cases, notes), by name; stored with the program and
+    # shown in the next prompt of this parent with --feedback artifacts (issue 21).
+    artifacts: dict[str, str] = field(default_factory=dict)
 
 
 class Task(ABC):
@@ -90,6 +93,10 @@ class Task(ABC):
     timeout_s: ClassVar[float] = 60.0
     language: ClassVar[str] = "python"
     artifact: ClassVar[str] = "program"  # or "text" (basevolve.tasks.text.TextTask)
+    # How a program is scored: "entry" (one call of entry(), its value scored here),
+    # "calls" (basevolve.tasks.function.FunctionTask) or "openevolve" (a task directory);
+    # the engine's evaluator for each is in basevolve.engine.evaluators.EVALUATORS.
+    evaluation: ClassVar[str] = "entry"
     PARAMS: ClassVar[tuple[Param, ...]] = ()  # declared --task-param keys
 
     def identity_parts(self) -> tuple[str, ...]:
@@ -130,6 +137,7 @@ class Task(ABC):
             valid=ref.valid,
             metrics=dict(ref.metrics),
             error=ref.error,
+            artifacts=dict(ref.artifacts),
             strict_score=strict.score,
             strict_valid=strict.valid,
             **common,

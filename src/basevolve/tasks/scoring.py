@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import inspect
 import tempfile
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from basevolve.errors import TaskError
 from basevolve.records import Evaluation, ExecResult
@@ -35,13 +38,13 @@ class ScorerError(TaskError):
     """The task's scorer raised (a bug in the task file)."""
 
 
-def _where(task: Task, exc: BaseException) -> tuple[str, str]:
+def _where(task: Task, exc: BaseException, method: str) -> tuple[str, str]:
     """(task file, function) where ``exc`` was raised inside the task's own file."""
     try:
         source = inspect.getfile(type(task))
     except (TypeError, OSError):
         source = type(task).__module__
-    function = f"{type(task).__name__}.score_value"
+    function = f"{type(task).__name__}.{method}"
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == source:
             function = f"{frame.name} (line {frame.lineno})"
@@ -54,9 +57,14 @@ def default_log_path() -> Path:
     return Path(tempfile.gettempdir()) / "basevolve" / f"scorer-error-{stamp}.log"
 
 
-def describe_failure(task: Task, exc: BaseException, log_path: Path) -> str:
-    """Append the traceback to ``log_path``; return the one-line description."""
-    source, function = _where(task, exc)
+def describe_failure(task: Task, exc: BaseException, log_path: Path,
+                     method: str = "score_value") -> str:
+    """Append the traceback to ``log_path``; return the one-line description.
+
+    ``method``: the task's scoring method that raised (``score_value``, or
+    ``evaluate_program`` of a :class:`~basevolve.tasks.function.FunctionTask`).
+    """
+    source, function = _where(task, exc, method)
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +75,8 @@ def describe_failure(task: Task, exc: BaseException, log_path: Path) -> str:
     except OSError as err:
         where = f"traceback could not be written to {log_path}: {err.strerror or err}"
     message = str(exc).splitlines()[0][:200] if str(exc) else ""
-    return (f"the scorer of task {task.name!r} ({source}) raised in {function}: "
+    role = "scorer" if method == "score_value" else "evaluator"
+    return (f"the {role} of task {task.name!r} ({source}) raised in {function}: "
             f"{type(exc).__name__}{': ' + message if message else ''} ({where})")
 
 
@@ -88,22 +97,34 @@ class ScorerGuard:
         self.log_path = log_path
         self.max_in_row = max_in_row
         self.in_row = 0
+        self._lock = threading.Lock()  # function tasks score in several threads at once
 
     def evaluate(self, result: ExecResult) -> Evaluation:
+        return self.guarded(lambda: self.task.evaluate(result), isolation=result.isolation,
+                            seconds=result.seconds, stdout=result.stdout, stderr=result.stderr)
+
+    def guarded(self, score: Callable[[], Evaluation], *, method: str = "score_value",
+                **record: Any) -> Evaluation:
+        """``score()``, or score 0 with the reason when the task's code raised.
+
+        ``record``: the Evaluation fields kept for a failed score (isolation, seconds,
+        output, trust) so the child's record still says how its program ran.
+        """
         try:
-            evaluation = self.task.evaluate(result)
+            evaluation = score()
         except Exception as exc:
-            line = describe_failure(self.task, exc, self.log_path)
-            self.in_row += 1
-            if self.in_row >= self.max_in_row:
+            line = describe_failure(self.task, exc, self.log_path, method)
+            with self._lock:
+                self.in_row += 1
+                in_row = self.in_row
+            if in_row >= self.max_in_row:
                 raise ScorerError(
-                    f"{line}; {self.in_row} scorer errors in a row, so the run stopped: fix "
+                    f"{line}; {in_row} scorer errors in a row, so the run stopped: fix "
                     "the task file, then continue with --resume (and --allow-task-change)"
                 ) from None
-            return Evaluation(score=0.0, valid=False, error=f"scorer error: {line}",
-                              isolation=result.isolation, seconds=result.seconds,
-                              stdout=result.stdout, stderr=result.stderr)
-        self.in_row = 0
+            return Evaluation(score=0.0, valid=False, error=f"scorer error: {line}", **record)
+        with self._lock:
+            self.in_row = 0
         return evaluation
 
 

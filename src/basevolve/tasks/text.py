@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from basevolve.prompts.templates import placeholders
-from basevolve.records import Evaluation, ExecResult, Isolation
+from basevolve.records import Evaluation, ExecResult, Isolation, Trust
 from basevolve.tasks.base import REFERENCE_TOL, ScoreResult, Task
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class TextTask(Task):
 
     def evaluate(self, result: ExecResult) -> Evaluation:
         """Not used (no sandbox result exists for text); kept total for the base contract."""
-        return Evaluation(score=0.0, valid=False, isolation=Isolation.TEXT,
+        return Evaluation(score=0.0, valid=False, isolation=Isolation.TEXT, trust=Trust.NOT_RUN,
                           error=f"task {self.name!r} scores text, not program output")
 
 
