@@ -8,6 +8,7 @@ the K initial calls, one per trajectory, count towards C.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -25,9 +26,40 @@ REWARDS = ("best", "improvement")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 
 
+#: Longest run id.  Why: a run id names the folder ``basevolve-out/RUN_ID`` and a Ray
+#: node's scratch store ``RUN_ID.sqlite``; file names stop at 255 bytes.
+MAX_RUN_ID = 200
+#: A run id is one safe file name: letters, digits and ``. _ + -``, starting with a letter
+#: or digit (so never ``..``, a hidden file or something a shell reads as an option).
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def check_run_id(run_id: str, flag: str = "--run-id") -> str:
+    """``run_id`` if it is a safe file name (issue 22, item 10), else :class:`ConfigError`.
+
+    Why: the id becomes a path (``basevolve-out/RUN_ID/best_program.py``, a Ray node's
+    ``RUN_ID.sqlite``); ``../../tmp/x`` wrote outside ``basevolve-out/``.  The message
+    shows the value with ``!r``, so control characters in it cannot reach the terminal.
+    """
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id) \
+            or len(run_id) > MAX_RUN_ID:
+        shown = repr(run_id) if len(repr(run_id)) <= 80 else repr(run_id)[:77] + "..."
+        raise ConfigError(
+            f"{flag} {shown} is not a safe run id: use 1 to {MAX_RUN_ID} letters, digits, "
+            "'.', '_', '+' or '-', starting with a letter or digit (it names a folder)")
+    return run_id
+
+
 def generate_run_id(task: str) -> str:
-    """A readable unique id: task, UTC timestamp and 4 random hex digits."""
-    return f"{task}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+    """A readable unique id: task, UTC timestamp and 4 random hex digits.
+
+    The task part is made a safe file name (a task file's path or an odd declared name
+    would otherwise put ``/`` into a folder name) and shortened to keep the id under
+    :data:`MAX_RUN_ID`.
+    """
+    name = _UNSAFE.sub("_", task).strip("._+-")[:MAX_RUN_ID - 30] or "run"
+    return f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
 
 def cost_call_cap(breadth: int) -> int:
@@ -202,6 +234,7 @@ class RunConfig:
             object.__setattr__(self, "task_params", task_params_of(self.task, self.task_params))
         if not self.run_id:
             object.__setattr__(self, "run_id", generate_run_id(self.task))
+        check_run_id(self.run_id)
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
 
@@ -268,8 +301,15 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        """A config as stored.  The run keeps the id it is stored under, unchecked: a
+        store written before run ids were checked may hold ids --resume must still find
+        (where such an id would become a path, the caller checks it)."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        stored_id = known.pop("run_id", "")
+        cfg = cls(**known)
+        if stored_id:
+            object.__setattr__(cfg, "run_id", stored_id)
+        return cfg
 
     def with_(self, **changes: Any) -> RunConfig:
         return replace(self, **changes)

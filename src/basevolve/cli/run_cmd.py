@@ -238,6 +238,23 @@ def check_out_dir(out: Path) -> None:
         raise ConfigError(f"--out {str(out)!r}: cannot write in {str(probe)!r}")
 
 
+def _default_out(run_id: str) -> Path:
+    """``basevolve-out/RUN_ID`` for a resumed run, only if the id is a safe folder name.
+
+    Why: a store written before run ids were checked (issue 22, item 10) may hold an id
+    such as ``../../x``; --resume must still find it, but not write outside
+    ``basevolve-out/``, so such a run needs an explicit --out.
+    """
+    from basevolve.config import check_run_id
+    from basevolve.errors import ConfigError
+
+    try:
+        check_run_id(run_id, "--resume")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; give --out DIR to resume a run stored under it") from None
+    return Path("basevolve-out") / run_id
+
+
 def run_command(args: argparse.Namespace) -> int:
     from basevolve.cli.progress import make_progress, say
     from basevolve.engine import resume_run, start_run
@@ -247,7 +264,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.resume:
         _check_resume_flags(args, getattr(args, "_defaults", {}))
         run_id = args.resume
-        out = args.out or Path("basevolve-out") / args.resume
+        out = args.out or _default_out(args.resume)
         check_out_dir(out)
     else:
         if args.allow_task_change:
