@@ -161,7 +161,8 @@ def thresholds_grid(thr: pd.DataFrame, budget: int | None = None) -> Grid:
 
 
 def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
+    """A Markdown table cell: ``|`` would split it, a line break would end the row."""
+    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in s).replace("|", "\\|")
 
 
 def to_markdown(grid: Grid, caption: str) -> str:
@@ -183,22 +184,41 @@ def to_markdown(grid: Grid, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: LaTeX's special characters, each written as text (issue 22, item 13).  Why all of
+#: them: table cells hold model ids, task names and other text from outside; with only
+#: ``_ % & #`` escaped, a model id ``\input{/etc/passwd}`` reached tables.tex as a command.
+#: ``str.translate`` maps each character once, so the backslashes written here are never
+#: escaped again.  The last entries typeset the symbols the tables use.
 _TEX = str.maketrans(
     {
-        "_": r"\_",
-        "%": r"\%",
+        "\\": r"\textbackslash{}",
+        "{": r"\{",
+        "}": r"\}",
+        "$": r"\$",
         "&": r"\&",
+        "%": r"\%",
         "#": r"\#",
+        "_": r"\_",
+        "^": r"\textasciicircum{}",
+        "~": r"\textasciitilde{}",
+        "|": r"\textbar{}",
+        "<": r"\textless{}",
+        ">": r"\textgreater{}",
         "±": r"$\pm$",
         "τ": r"$\tau$",
         "β": r"$\beta$",
         "²": r"$^2$",
         "≥": r"$\geq$",
         "×": r"$\times$",
-        "<": r"$<$",
-        ">": r"$>$",
+        # a line break or other control character would end the row or the cell
+        **{chr(c): " " for c in (*range(32), 127)},
     }
 )
+
+
+def tex_escape(text: str) -> str:
+    """``text`` as literal LaTeX text: no character of it is read as markup."""
+    return text.translate(_TEX)
 
 
 def to_latex(grid: Grid, caption: str) -> str:
@@ -206,11 +226,11 @@ def to_latex(grid: Grid, caption: str) -> str:
     if text.empty:
         return f"% {caption}: no rows for this input\n"
     cols = "l" + "c" * len(text.columns)
-    head = " & ".join(s.translate(_TEX) for s in [text.index.name or "", *map(str, text.columns)])
+    head = " & ".join(map(tex_escape, [text.index.name or "", *map(str, text.columns)]))
     lines = [
         r"\begin{table}[t]",
         r"\centering\small",
-        f"\\caption{{{caption.translate(_TEX)}}}",
+        f"\\caption{{{tex_escape(caption)}}}",
         f"\\begin{{tabular}}{{{cols}}}",
         r"\toprule",
         head + r" \\",
@@ -218,12 +238,12 @@ def to_latex(grid: Grid, caption: str) -> str:
     ]
     for label, row in text.iterrows():
         cells = [
-            f"\\textbf{{{str(v).translate(_TEX)}}}"
+            f"\\textbf{{{tex_escape(str(v))}}}"
             if bold.loc[label, c] and v != "---"
-            else str(v).translate(_TEX)
+            else tex_escape(str(v))
             for c, v in row.items()
         ]
-        lines.append(" & ".join([str(label).translate(_TEX), *cells]) + r" \\")
+        lines.append(" & ".join([tex_escape(str(label)), *cells]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
@@ -240,6 +260,7 @@ __all__ = [
     "frame_grid",
     "gate_grid",
     "mean_se_grid",
+    "tex_escape",
     "thresholds_grid",
     "to_latex",
     "to_markdown",
