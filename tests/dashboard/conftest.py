@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,22 @@ from basevolve.sandbox import SandboxConfig, SandboxPool
 from basevolve.sweep.execute import run_sweep
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
+
+
+def rename_run(db: Path, old: str, new: str) -> None:
+    """Give a stored run the id ``new`` in every table.  ``RunConfig`` refuses unsafe ids
+    now (issue 22, item 10), but a store written before that, or by another tool, may
+    hold one: the dashboard must still show it as text."""
+    con = sqlite3.connect(db)
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT m.name FROM sqlite_master m JOIN pragma_table_info(m.name) c "
+            "WHERE m.type = 'table' AND c.name = 'run_id'")]
+        with con:
+            for table in tables:
+                con.execute(f"UPDATE {table} SET run_id = ? WHERE run_id = ?", (new, old))
+    finally:
+        con.close()
 
 
 def _run(srv: LLMTestServer, store: Path, pool: SandboxPool, **kw) -> dict:
@@ -56,7 +73,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, pool: SandboxPool) -> Path:
             _run(srv, db, pool, budget=c, depth=t, seed=s, run_id=f"grid-C{c}-T{t}-s{s}")
         _run(srv, db, pool, seed=3, **BASE)
     with LLMTestServer(hostile_reply) as srv:
-        _run(srv, db, pool, budget=2, depth=2, run_id=HOSTILE_RUN)
+        _run(srv, db, pool, budget=2, depth=2, run_id="hostile")
+    rename_run(db, "hostile", HOSTILE_RUN)
     with LLMTestServer(seeded_packing_reply) as srv:  # a real sweep, tagged in the store
         toml = db.parent / "mini.toml"
         toml.write_text(SWEEP_TOML.format(url=srv.base_url))
