@@ -11,6 +11,25 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from basevolve.safe_text import utf8_safe
+
+
+def _storable(record: Any, *fields: str) -> None:
+    """Make the named text fields of a frozen record storable (:mod:`basevolve.safe_text`).
+
+    Why in the records: these are where text from outside (a reply, a server's error,
+    a program's output or exception) enters the engine, so prompts, budgets, the store
+    and the terminal downstream never meet a lone surrogate.
+    """
+    for name in fields:
+        value = getattr(record, name)
+        if isinstance(value, str):
+            clean = utf8_safe(value)
+            if clean is not value:
+                object.__setattr__(record, name, clean)
+
+
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -55,6 +74,9 @@ class Attempt:
     error: str | None = None
     http_status: int | None = None
 
+    def __post_init__(self) -> None:
+        _storable(self, "error")
+
 
 @dataclass(frozen=True, slots=True)
 class Completion:
@@ -73,6 +95,9 @@ class Completion:
     latency_s: float
     attempts: tuple[Attempt, ...]
     model: str = ""
+
+    def __post_init__(self) -> None:
+        _storable(self, "text", "raw_text", "finish_reason", "model")
 
     @property
     def ok(self) -> bool:
@@ -127,6 +152,9 @@ class ExecResult:
     stderr: str = ""
     isolation: Isolation = Isolation.BWRAP
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        _storable(self, "error", "stdout", "stderr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,3 +215,6 @@ class Evaluation:
     # cases or the evaluator's notes, stored and shown to the LLM with --feedback artifacts.
     artifacts: dict[str, str] = field(default_factory=dict)
     trust: Trust = Trust.SCORER
+
+    def __post_init__(self) -> None:
+        _storable(self, "error", "stdout", "stderr")

@@ -36,6 +36,10 @@ a real file):
    the program they scored (``eval_calls``, inserted in the program's transaction) and
    summed in ``programs.eval_flops`` / ``eval_tokens``; they are not calls of C
    (``calls`` holds only the mutation/judge/meta calls the budget counts).
+10. **Text is valid UTF-8.** Every text value a store writes is made storable first
+    (:mod:`basevolve.store.connection`): a surrogate pair becomes its character, a lone
+    surrogate becomes U+FFFD (:mod:`basevolve.safe_text`).  Text from outside (a reply,
+    a program's output or exception) can therefore never fail a write or a later read.
 
 Tables: ``runs``, ``trajectories``, ``calls``, ``attempts``, ``programs``,
 ``allocations``, ``run_summary``, ``task_changes``, ``solutions`` (the best program's

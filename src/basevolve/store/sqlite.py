@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import StoreError
+from basevolve.safe_text import utf8_safe
+from basevolve.store.connection import TextSafeConnection
 from basevolve.store.schema import inspect_file, migrate
 
 #: Largest solution value (JSON text) kept for pictures; bigger values are not stored.
@@ -53,7 +55,9 @@ class RunStore:
         try:
             if kind == "new":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            # every text bound is made storable first (lone surrogates: basevolve.safe_text)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
+                                      factory=TextSafeConnection)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -257,7 +261,9 @@ class RunStore:
         row = {
             "run_id": run_id, "code": code, "score": float(score), "valid": int(valid),
             "generation": generation, "created_at": time.time(),
-            "code_sha256": None if code is None else hashlib.sha256(code.encode()).hexdigest(),
+            # the hash of the text as stored (the connection stores it utf8_safe)
+            "code_sha256": None if code is None
+            else hashlib.sha256(utf8_safe(code).encode()).hexdigest(),
             **row,
         }
         if "metrics" in row:
