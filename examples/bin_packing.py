@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from basevolve.sandbox.session import ProgramSession
 from basevolve.tasks.base import ScoreResult
 from basevolve.tasks.function import FunctionTask
 
@@ -75,7 +76,7 @@ class BinPacking(FunctionTask):
     def system_message(self) -> str:
         return SYSTEM_MESSAGE
 
-    def evaluate_program(self, program) -> ScoreResult:  # noqa: ANN001 - a ProgramSession
+    def evaluate_program(self, program: ProgramSession) -> ScoreResult:
         """Pack every set with the program's priority(); trust nothing it returns."""
         ratios, used = [], []
         for k, items in enumerate(instances()):

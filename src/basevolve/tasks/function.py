@@ -72,6 +72,11 @@ class FunctionTask(Task):
         for a program that fails your checks.
         """
 
+    def identity_parts(self) -> tuple[str, ...]:
+        """The call limit shapes every score, so a resume with another one is a task change
+        (:mod:`basevolve.tasks.identity`)."""
+        return (*super().identity_parts(), f"call_timeout_s={self.call_timeout_s!r}")
+
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         """Not used: a function task is scored by :meth:`evaluate_program`."""
         return ScoreResult(0.0, False, error=f"task {self.name!r} is scored by calling its "

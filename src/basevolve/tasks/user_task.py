@@ -151,4 +151,15 @@ def check_task(task: Task, where: str = "") -> Task:
             f"task {task.name!r}{at}: timeout_s must be a positive number of"
             f" seconds, at most {MAX_TIMEOUT_S:g}, got {timeout!r}"
         )
+    from basevolve.engine.evaluators import EVALUATORS  # the engine imports tasks: lazily
+
+    kind = getattr(task, "evaluation", "entry")
+    if not isinstance(kind, str) or kind not in EVALUATORS:
+        raise TaskError(f"task {task.name!r}{at}: evaluation={kind!r} is not a kind of "
+                        f"evaluation; known: {', '.join(EVALUATORS.names())}")
+    call = getattr(task, "call_timeout_s", None)
+    if kind == "calls" and (isinstance(call, bool) or not isinstance(call, int | float)
+                            or not 0 < call <= timeout):
+        raise TaskError(f"task {task.name!r}{at}: call_timeout_s must be a positive number "
+                        f"of seconds, at most timeout_s ({timeout:g}), got {call!r}")
     return task
