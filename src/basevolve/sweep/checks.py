@@ -13,6 +13,12 @@ from typing import Any
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError
 
+#: Deepest nesting of tables and arrays a sweep file may have.  The deepest real one is
+#: ``[[grid]]`` > ``protocol_params`` > a list (4); why a bound at all: a file nested
+#: 100,000 deep made the TOML parser raise RecursionError (issue 22, item 8), and values
+#: nested a few hundred deep are hashed and printed recursively later on.
+MAX_NESTING = 32
+
 #: Python types a :class:`RunConfig` annotation accepts from TOML (an int is a float too).
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "int": (int,), "float": (int, float), "bool": (bool,),
@@ -61,3 +67,85 @@ def field_type(key: str) -> str:
 def type_words(ann: str) -> str:
     return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
             "dict": "a table"}.get(ann, ann)
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """``tomllib.loads`` with every failure one :class:`ConfigError` naming the file."""
+    import tomllib
+
+    if longest_dotted_key(text) > MAX_NESTING:
+        raise _too_deep(source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"sweep config {source!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise _too_deep(source) from None
+    check_nesting(data, source)
+    return data
+
+
+def check_nesting(data: Any, source: str) -> None:
+    """Refuse tables/arrays nested deeper than :data:`MAX_NESTING` (walked without
+    recursion, so the check itself cannot overflow the stack)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise _too_deep(source)
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def longest_dotted_key(text: str) -> int:
+    """The most ``.`` separators in one dotted key of ``text`` (``[a.b.c]``, ``a.b = 1``,
+    ``{a.b = 1}``), found by a scan that skips strings, comments and numbers.
+
+    Why before parsing: ``tomllib`` handles a dotted key in time and memory quadratic in
+    its length; one key of 100,000 parts (200 KB of text) grew past 20 GB.
+    """
+    longest = chain = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i = _string_end(text, i)
+            continue
+        if ch == "#":
+            i = text.find("\n", i)
+            if i < 0:
+                break
+            chain = 0
+        elif ch == ".":
+            between_digits = 0 < i < n - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()
+            if not between_digits:
+                chain += 1
+                longest = max(longest, chain)
+        elif not (ch.isalnum() or ch in "_- \t"):
+            chain = 0
+        i += 1
+    return longest
+
+
+def _string_end(text: str, i: int) -> int:
+    """Index just past the TOML string starting at ``i`` (basic, literal, multi-line)."""
+    quote = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
+    j = i + len(quote)
+    while j < len(text):
+        if text[j] == "\\" and quote[0] == '"':
+            j += 2
+            continue
+        if text.startswith(quote, j):
+            return j + len(quote)
+        if text[j] == "\n" and len(quote) == 1:  # an unclosed one-line string
+            return j
+        j += 1
+    return j
+
+
+def _too_deep(source: str) -> ConfigError:
+    return ConfigError(f"sweep config {source!r} nests tables or arrays more than "
+                       f"{MAX_NESTING} levels deep; a sweep file needs at most a few "
+                       "(see docs/sweeps.md)")

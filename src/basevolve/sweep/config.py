@@ -42,7 +42,6 @@ import hashlib
 import itertools
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ from basevolve.sweep.checks import (
     field_type,
     is_instance,
     known_keys,
+    parse_toml,
     positive_int,
     type_words,
 )
@@ -132,11 +132,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
                           "`basevolve sweep init --preset depth-breadth`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read sweep config {str(p)!r}: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"sweep config {str(p)!r} is not valid TOML: {exc}") from None
-    return parse_sweep(data, source=str(p))
+    return parse_sweep(parse_toml(text, str(p)), source=str(p))
 
 
 def parse_sweep(data: dict[str, Any], *, source: str = "<sweep>") -> SweepConfig:
