@@ -34,6 +34,7 @@ from basevolve.dashboard.db import ReadOnlyStore, connect_readonly
 from basevolve.dashboard.details import call_detail, program_detail
 from basevolve.dashboard.picture import Pictures, PictureUnavailable
 from basevolve.dashboard.run_data import run_page
+from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 from basevolve.dashboard.runs import RunsQuery, runs_page, sweeps_overview
 from basevolve.dashboard.security import Guard
 from basevolve.errors import ConfigError
@@ -139,14 +140,44 @@ def create_app(store_path: str | Path, *, token: str | None = None,
         return Json(data)
 
     def api_run(request: Request) -> Response:
-        data = run_page(store, request.query_params.get("id", ""))
-        return _error(404, "no such run") if data is None else Json(data)
+        """The run page's JSON, encoded once per store version: a long run's page
+        (20,000 calls) is re-served from memory until the store changes."""
+        run_id = request.query_params.get("id", "")
+
+        def compute() -> bytes | None:
+            data = run_page(store, run_id)
+            return None if data is None else Json(data).body
+
+        body = watcher.cached(f"run:{run_id}", compute)
+        if body is None:
+            return _error(404, "no such run")
+        return Response(body, media_type="application/json")
+
+    def api_table(kind: str) -> Callable[[Request], Response]:
+        """``/api/calls`` or ``/api/errors``: one page of the run page's tables."""
+        fetch = calls_page if kind == "calls" else errors_page
+
+        def endpoint(request: Request) -> Response:
+            run_id = request.query_params.get("run", "")
+            try:
+                q = Page.from_params(request.query_params)
+            except ConfigError as exc:
+                return _error(400, str(exc))
+            if store.one("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)) is None:
+                return _error(404, "no such run")
+            return Json(fetch(store, run_id, q))
+        return endpoint
 
     def _int(request: Request, name: str) -> int:
+        """An id or index; SQLite integers are 64-bit, and binding a larger Python int
+        raises OverflowError (a 500), so such a value is refused here as a 400."""
         try:
-            return int(request.query_params.get(name, ""))
+            value = int(request.query_params.get(name, ""))
         except ValueError:
             raise ConfigError(f"{name} must be an integer") from None
+        if not -(2**63) <= value < 2**63:
+            raise ConfigError(f"{name} {value} is out of range (a 64-bit integer)")
+        return value
 
     def api_call(request: Request) -> Response:
         try:
@@ -208,6 +239,8 @@ def create_app(store_path: str | Path, *, token: str | None = None,
         Route("/sweep", page("sweep.html")),
         Route("/api/runs", api_runs),
         Route("/api/run", api_run),
+        Route("/api/calls", api_table("calls")),
+        Route("/api/errors", api_table("errors")),
         Route("/api/call", api_call),
         Route("/api/program", api_program),
         Route("/api/picture", api_picture),

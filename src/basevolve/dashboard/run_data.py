@@ -1,8 +1,7 @@
 """Data of the run page, computed from the store in a handful of indexed queries.
 
 What is sent (one JSON document, no program text, no prompts: those are fetched per
-call or per program when the user opens one, so a C = 512, K = 10 run stays well under
-the 300 ms target):
+call or per program when the user opens one):
 
 * ``progress``: the running best after every charged call, overall and per trajectory,
   against calls done and against cumulative effective FLOPs (paper, Appendix
@@ -13,8 +12,15 @@ the 300 ms target):
   state summary;
 * ``lineage``: accepted programs (used as a parent, or a trajectory's best) with their
   ancestors, each with its parent, score and trajectory;
-* ``calls``: one row per call with tokens, FLOPs, latency, attempts and its child;
-* ``errors``: evaluation errors and failed calls.
+* ``calls`` and ``errors``: page 1 of each table (:mod:`.run_tables`; the other pages
+  come from ``/api/calls`` and ``/api/errors``).
+
+Why the charts are thinned above :data:`MAX_POINTS` (issue 22, item 11): a run of
+20,000 calls sent 5.1 MB, most of it chart points no screen can show.  The running
+best is a step function, so keeping the points where some line changes and the point
+before each change draws exactly the same lines; pulls per arm are sampled evenly
+(``thinned`` says so).  The scatter keeps every child (scores to 6 decimals).  One column-wise scan of the
+run's calls (no per-row dicts) feeds every chart and total.
 """
 
 from __future__ import annotations
@@ -25,13 +31,16 @@ from typing import Any
 import numpy as np
 
 from basevolve.dashboard.db import ReadOnlyStore
+from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 
-SNIPPET = 300  # characters of an error shown in lists (the full text is one click away)
+MAX_POINTS = 2000  # points per chart series sent; a chart is ~1,400 pixels wide
 
-
-def _optional(store: ReadOnlyStore, table: str, names: tuple[str, ...], alias: str) -> str:
-    """``, alias.col`` for each optional column the store has (newer schema features)."""
-    return "".join(f", {alias}.{n}" for n in names if store.has(table, n))
+#: columns of the one scan of a run's calls (the charts, totals and error list need no more)
+_SCAN = ("call_id", "call_index", "seq", "trajectory", "parent_id", "pending", "lost",
+         "failed", "counted", "has_error", "flops", "prompt_tokens", "cached_tokens",
+         "completion_tokens", "score", "valid", "tell_seq")
+_FLOAT = frozenset({"parent_id", "flops", "score", "tell_seq"})  # nullable: NULL -> nan
+_BOOL = frozenset({"pending", "lost", "failed", "counted", "has_error", "valid"})
 
 
 def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
@@ -48,92 +57,112 @@ def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     return run
 
 
-def _calls(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
-    extra = _optional(store, "calls", ("purpose",), "c")
-    rows = store.query(f"""
-        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.generation, c.parent_id,
-               c.status, c.counted, c.prompt_tokens, c.cached_tokens, c.completion_tokens,
-               c.flops, c.latency_s, substr(c.error, 1, {SNIPPET}) AS error,
-               coalesce(a.n, 0) AS attempts, p.program_id, p.score, p.valid,
-               p.seq AS tell_seq{extra}
-        FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
-        LEFT JOIN (SELECT call_id, count(*) AS n FROM attempts WHERE call_id IN
-                   (SELECT call_id FROM calls WHERE run_id = :r) GROUP BY call_id) a
-               ON a.call_id = c.call_id
-        WHERE c.run_id = :r ORDER BY c.call_index""", {"r": run_id})
-    return [dict(r) for r in rows]
+def _scan(store: ReadOnlyStore, run_id: str) -> dict[str, np.ndarray]:
+    """The run's calls in call order, one numpy array per column of :data:`_SCAN`.
 
-
-#: columns of the calls table as sent (rows as lists: 512 rows of dicts repeat every key)
-CALL_COLUMNS = ("call_index", "trajectory", "generation", "status", "counted",
-                "prompt_tokens", "cached_tokens", "completion_tokens", "flops", "latency_s",
-                "error", "attempts", "program_id", "score", "valid")
-
-
-def _programs(store: ReadOnlyStore, run_id: str) -> list[dict[str, Any]]:
-    rows = store.query(f"""
-        SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
-               score, strict_score, valid, substr(error, 1, {SNIPPET}) AS error,
-               length(stdout) AS stdout_chars, length(stderr) AS stderr_chars, seconds,
-               code IS NOT NULL AS has_code
-        FROM programs WHERE run_id = ? ORDER BY coalesce(seq, -1)""", (run_id,))
-    return [dict(r) for r in rows]
-
-
-def progress(calls: list[dict[str, Any]], initial: float | None, arms: int) -> dict[str, Any]:
-    """Running best per trajectory and overall vs calls done and cumulative FLOPs.
-
-    Vectorised (numpy): a C = 512, K = 10 run is 5,000 points, and a Python loop over
-    them was a third of the page's server time.
+    Only numbers (no text: decoding 20,000 status strings costs more than comparing
+    them in SQL), read in one pass of the run's rows.
     """
-    done = [c for c in calls if c["status"] != "pending"]
-    done.sort(key=lambda c: (c["tell_seq"] if c["tell_seq"] is not None else c["seq"]))
+    rows = store.query("""
+        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.parent_id,
+               c.status = 'pending', c.status = 'lost', c.status = 'failed', c.counted,
+               coalesce(c.error != '', 0), coalesce(c.flops, 0.0),
+               coalesce(c.prompt_tokens, 0), coalesce(c.cached_tokens, 0),
+               coalesce(c.completion_tokens, 0), p.score, coalesce(p.valid, 0), p.seq
+        FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
+        WHERE c.run_id = ? ORDER BY c.call_index""", (run_id,))
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(_SCAN)
+    out = {}
+    for name, col in zip(_SCAN, cols, strict=True):
+        if name in _FLOAT:
+            out[name] = np.array([np.nan if v is None else v for v in col], dtype=float)
+        else:
+            out[name] = np.array(col, dtype=bool if name in _BOOL else np.int64)
+    return out
+
+
+def thin_steps(series: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """Column indices of ``series`` (lines x points) that draw the same step lines.
+
+    Keeps the first and last point and, around every change of any line, the point
+    before and the point of the change; if that is still more than ``limit``, an even
+    sample of those (a running best is never drawn above its true value then).
+    """
+    n, limit = series.shape[1], limit or MAX_POINTS
+    if n <= limit:
+        return np.arange(n)
+    change = np.flatnonzero(np.any(series[:, 1:] != series[:, :-1], axis=0))
+    keep = np.unique(np.concatenate([[0, n - 1], change, change + 1]))
+    if keep.size > limit:
+        keep = np.unique(keep[np.linspace(0, keep.size - 1, limit).round().astype(int)])
+    return keep
+
+
+def even(n: int, limit: int | None = None) -> np.ndarray:
+    """``limit`` evenly spaced indices of ``range(n)``, first and last included."""
+    limit = limit or MAX_POINTS
+    return np.arange(n) if n <= limit else np.unique(np.linspace(0, n - 1, limit).round()
+                                                      .astype(int))
+
+
+def progress(calls: dict[str, np.ndarray], initial: float | None, arms: int) -> dict[str, Any]:
+    """Running best per trajectory and overall vs calls done and cumulative FLOPs."""
+    done = np.flatnonzero(~calls["pending"])
+    told = calls["tell_seq"][done]
+    order = done[np.argsort(np.where(np.isnan(told), calls["seq"][done], told), kind="stable")]
     k = max(arms, 1)
     start = float(initial) if initial is not None else 0.0
-    traj = np.array([c["trajectory"] if 0 <= (c["trajectory"] or 0) < k else 0 for c in done],
-                    dtype=int)
-    score = np.array([c["score"] if c["score"] is not None else -np.inf for c in done], float)
-    counted = np.array([bool(c["counted"]) for c in done], dtype=bool)
-    flops = np.cumsum([c["flops"] or 0.0 for c in done])  # FLOPs of uncounted calls show
-    best = np.full((k, len(done)), -np.inf)                # up at the next charged call
-    if len(done):
-        best[traj, np.arange(len(done))] = score
+    traj = calls["trajectory"][order]
+    traj = np.where((traj >= 0) & (traj < k), traj, 0)
+    score = np.nan_to_num(calls["score"][order], nan=-np.inf)
+    counted = calls["counted"][order]
+    flops = np.cumsum(calls["flops"][order])  # FLOPs of uncounted calls show up at the
+    best = np.full((k, order.size), -np.inf)  # next charged call
+    if order.size:
+        best[traj, np.arange(order.size)] = score
     best = np.maximum(np.maximum.accumulate(best, axis=1), start)[:, counted]
     per_traj = np.round(np.concatenate([np.full((k, 1), start), best], axis=1), 7)
-    return {"calls": list(range(int(counted.sum()) + 1)),
-            "flops": [0.0, *flops[counted].tolist()],
-            "overall": per_traj.max(axis=0).tolist(), "per_trajectory": per_traj.tolist()}
+    overall = per_traj.max(axis=0)
+    xs = np.arange(int(counted.sum()) + 1)
+    fl = np.concatenate([[0.0], flops[counted]])
+    keep = thin_steps(np.vstack([per_traj, overall]))
+    return {"calls": xs[keep].tolist(), "flops": fl[keep].tolist(),
+            "overall": overall[keep].tolist(), "per_trajectory": per_traj[:, keep].tolist(),
+            "thinned": bool(keep.size < xs.size), "points": int(xs.size)}
 
 
-def scatter(calls: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def scatter(calls: dict[str, np.ndarray]) -> dict[str, list[Any]]:
     """Child score by call index; ``valid``/``invalid`` are aligned with ``x`` (nulls)."""
-    x, valid, invalid = [], [], []
-    for c in calls:
-        if c["score"] is None:
-            continue
-        x.append(c["call_index"])
-        valid.append(c["score"] if c["valid"] else None)
-        invalid.append(None if c["valid"] else c["score"])
-    return {"x": x, "valid": valid, "invalid": invalid}
+    has = ~np.isnan(calls["score"])
+    x, valid = calls["call_index"][has], calls["valid"][has]
+    score = np.round(calls["score"][has], 6)  # a dot on a chart; halves a long run's JSON
+    return {"x": x.tolist(),
+            "valid": [s if v else None for s, v in zip(score.tolist(), valid.tolist(), strict=True)],
+            "invalid": [None if v else s for s, v in zip(score.tolist(), valid.tolist(),
+                                                         strict=True)]}
 
 
 def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
     """Cumulative pulls per arm after each pull (assign/ask events) and the last summary."""
-    extra = _optional(store, "allocations", ("n_eligible",), "a")
-    events = store.query(f"""
-        SELECT a.seq, a.kind, a.trajectory, a.units, a.reward{extra}
-        FROM allocations a WHERE a.run_id = ? ORDER BY a.seq""", (run_id,))
     k = max(arms, 1)
-    arm = np.array([e["trajectory"] if 0 <= e["trajectory"] < k else 0 for e in events
-                    if e["kind"] in ("assign", "ask")], dtype=int)
-    per_arm = np.zeros((k, arm.size + 1), dtype=int)
+    eligible = "n_eligible > 1" if store.has("allocations", "n_eligible") else "NULL"
+    events = store.query(f"""
+        SELECT kind IN ('assign', 'ask'), kind = 'ask', kind = 'tell', trajectory,
+               reward, {eligible} FROM allocations WHERE run_id = ? ORDER BY seq""", (run_id,))
+    cols = list(zip(*events, strict=True)) if events else [()] * 6
+    is_pull, is_ask, is_tell = (np.array(c, dtype=bool) for c in cols[:3])
+    traj = np.array(cols[3], dtype=np.int64)
+    traj = np.where((traj >= 0) & (traj < k), traj, 0)
+    reward = np.array([np.nan if v is None else v for v in cols[4]], dtype=float)
+    arm = traj[is_pull]
+    per_arm = np.zeros((k, arm.size + 1), dtype=np.int64)
     if arm.size:
         per_arm[arm, np.arange(1, arm.size + 1)] = 1
     per_arm = np.cumsum(per_arm, axis=1)
-    rewards: list[list[float]] = [[] for _ in range(k)]
-    for e in events:
-        if e["kind"] == "tell" and e["reward"] is not None:
-            rewards[e["trajectory"] if 0 <= e["trajectory"] < k else 0].append(e["reward"])
+    keep = even(arm.size + 1)
+    told = is_tell & ~np.isnan(reward)
+    n = np.bincount(traj[told], minlength=k)
+    total = np.bincount(traj[told], weights=reward[told], minlength=k)
     last = store.one("SELECT summary_json FROM allocations WHERE run_id = ? AND summary_json "
                      "IS NOT NULL ORDER BY seq DESC LIMIT 1", (run_id,))
     summary: Any = None
@@ -142,24 +171,33 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
             summary = json.loads(last[0])
         except ValueError:
             summary = last[0]
-    asks = [e for e in events if e["kind"] == "ask"]
-    choice = (sum(1 for e in asks if (e["n_eligible"] or 0) > 1)
-              if store.has("allocations", "n_eligible") else None)
-    return {"x": list(range(arm.size + 1)), "per_arm": per_arm.tolist(), "summary": summary,
-            "events": len(events),
-            "asks": len(asks), "asks_with_choice": choice,
-            "mean_reward": [sum(r) / len(r) if r else None for r in rewards]}
+    choice = None if eligible == "NULL" else int(sum(1 for v, a in zip(cols[5], is_ask.tolist(),
+                                                                        strict=True) if a and v))
+    return {"x": keep.tolist(), "per_arm": per_arm[:, keep].tolist(), "summary": summary,
+            "events": len(events), "asks": int(is_ask.sum()), "asks_with_choice": choice,
+            "thinned": bool(keep.size < arm.size + 1),
+            "mean_reward": [float(t / c) if c else None for t, c in zip(total, n, strict=True)]}
 
 
-def lineage(programs: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _programs(store: ReadOnlyStore, run_id: str) -> list[Any]:
+    """The run's programs as :class:`sqlite3.Row` (read by name; no dict per row)."""
+    return store.query("""
+        SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
+               score, valid, coalesce(error != '', 0) AS has_error
+        FROM programs WHERE run_id = ? ORDER BY coalesce(seq, -1), program_id""", (run_id,))
+
+
+def lineage(programs: list[Any], parents: set[Any],
+            call_of: dict[int, int]) -> list[dict[str, Any]]:
     """Accepted programs and their ancestors (the tree of the run's progress).
 
-    Accepted = used as a parent by some call, or the best of its trajectory; every
-    ancestor of an accepted program is shown too so the tree is connected.
+    Accepted = used as a parent by some call (``parents``), or the best of its
+    trajectory; every ancestor of an accepted program is shown too so the tree is
+    connected.  ``call_of``: call id -> call index.
     """
     by_id = {p["program_id"]: p for p in programs}
-    keep = {c["parent_id"] for c in calls if c["parent_id"] in by_id}
-    best: dict[Any, dict[str, Any]] = {}
+    keep = {pid for pid in parents if pid in by_id}
+    best: dict[Any, Any] = {}
     for p in programs:
         if p["is_initial"]:
             keep.add(p["program_id"])
@@ -174,12 +212,10 @@ def lineage(programs: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list
             seen.add(pid)
             keep.add(pid)
             pid = by_id[pid]["parent_id"]
-    call_of = {c["call_id"]: c["call_index"] for c in calls}
-    used = {c["parent_id"] for c in calls}
     return [{"id": p["program_id"], "parent": p["parent_id"], "score": p["score"],
              "valid": bool(p["valid"]), "trajectory": p["trajectory"],
              "generation": p["generation"], "initial": bool(p["is_initial"]),
-             "call_index": call_of.get(p["call_id"]), "parent_of_calls": p["program_id"] in used}
+             "call_index": call_of.get(p["call_id"]), "parent_of_calls": p["program_id"] in parents}
             for p in programs if p["program_id"] in keep]
 
 
@@ -196,61 +232,65 @@ def _eval_totals(store: ReadOnlyStore, run_id: str) -> dict[str, Any]:
             "eval_tokens": cost[1]}
 
 
+def _trajectories(store: ReadOnlyStore, run_id: str, calls: dict[str, np.ndarray],
+                  initial: float | None) -> list[dict[str, Any]]:
+    rows = [dict(r) for r in store.query(
+        "SELECT trajectory, protocol, pulls FROM trajectories WHERE run_id = ? "
+        "ORDER BY trajectory", (run_id,))]
+    for t in rows:
+        mine = calls["trajectory"] == t["trajectory"]
+        scores = calls["score"][mine]
+        scores = scores[~np.isnan(scores)]
+        t["calls"] = int(calls["counted"][mine].sum())
+        t["children"] = int(scores.size)
+        t["valid"] = int(calls["valid"][mine].sum())
+        t["best"] = max(scores.tolist() + ([initial] if initial is not None else []), default=None)
+    return rows
+
+
 def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     """Everything the run page draws (module doc), or None for an unknown run."""
     run = run_header(store, run_id)
     if run is None:
         return None
     arms = int(run["arms"] or 1)
-    calls = _calls(store, run_id)
+    calls = _scan(store, run_id)
     programs = _programs(store, run_id)
     initial = next((p for p in programs if p["is_initial"]), None)
+    start = None if initial is None else initial["score"]
     best = max(programs, key=lambda p: (p["score"], p["is_initial"], -(p["seq"] or 0)),
                default=None)
-    trajectories = [dict(r) for r in store.query(
-        "SELECT trajectory, protocol, pulls FROM trajectories WHERE run_id = ? "
-        "ORDER BY trajectory", (run_id,))]
-    for t in trajectories:
-        mine = [c for c in calls if c["trajectory"] == t["trajectory"]]
-        t["calls"] = sum(1 for c in mine if c["counted"])
-        scores = [c["score"] for c in mine if c["score"] is not None]
-        t["children"] = len(scores)
-        t["valid"] = sum(1 for c in mine if c["valid"])
-        t["best"] = max(scores + ([initial["score"]] if initial else []), default=None)
-    index_of = {c["call_id"]: c["call_index"] for c in calls}
-    errors = [{"program_id": p["program_id"], "call_index": index_of.get(p["call_id"]),
-               "kind": "evaluation", "trajectory": p["trajectory"], "error": p["error"]}
-              for p in programs if p["error"]]
-    errors += [{"program_id": None, "call_index": c["call_index"], "kind": "llm call",
-                "trajectory": c["trajectory"], "error": c["error"]}
-               for c in calls if c["error"]]
+    parent = calls["parent_id"]
+    parents = set(parent[~np.isnan(parent)].astype(np.int64).tolist())
+    call_of = dict(zip(calls["call_id"].tolist(), calls["call_index"].tolist(), strict=True))
     solution = store.has("solutions") and best is not None and store.one(
         "SELECT 1 FROM solutions WHERE run_id = ? AND program_id = ?",
         (run_id, best["program_id"])) is not None
-    flops = sum(c["flops"] or 0.0 for c in calls)
+    attempts = store.one("SELECT count(*), count(DISTINCT call_id) FROM attempts WHERE call_id "
+                         "IN (SELECT call_id FROM calls WHERE run_id = ?)", (run_id,))
     totals = {
-        "calls_done": sum(1 for c in calls if c["counted"]),
-        "calls_pending": sum(1 for c in calls if c["status"] == "pending"),
-        "calls_lost": sum(1 for c in calls if c["status"] == "lost"),
-        "calls_failed": sum(1 for c in calls if c["status"] == "failed"),
-        "retries": sum(max(0, (c["attempts"] or 0) - 1) for c in calls),
-        "flops": flops,
-        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
-        "cached_tokens": sum(c["cached_tokens"] or 0 for c in calls),
-        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
-        "children": sum(1 for c in calls if c["score"] is not None),
-        "valid": sum(1 for c in calls if c["valid"]),
+        "calls_done": int(calls["counted"].sum()),
+        "calls_pending": int(calls["pending"].sum()),
+        "calls_lost": int(calls["lost"].sum()),
+        "calls_failed": int(calls["failed"].sum()),
+        "retries": int(attempts[0] - attempts[1]),  # type: ignore[index]
+        "flops": float(calls["flops"].sum()),
+        **{k: int(calls[k].sum()) for k in ("prompt_tokens", "cached_tokens",
+                                            "completion_tokens")},
+        "children": int((~np.isnan(calls["score"])).sum()),
+        "valid": int(calls["valid"].sum()),
         "best_score": None if best is None else best["score"],
         "best_program_id": None if best is None else best["program_id"],
-        "initial_score": None if initial is None else initial["score"],
+        "initial_score": start,
         **_eval_totals(store, run_id),
     }
-    columns = CALL_COLUMNS + (("purpose",) if store.has("calls", "purpose") else ())
+    first = Page()
+    keys = ([p["program_id"] for p in programs if p["has_error"]],
+            calls["call_index"][calls["has_error"]].tolist())
     return {
-        "run": run, "totals": totals, "trajectories": trajectories,
-        "progress": progress(calls, None if initial is None else initial["score"], arms),
-        "scatter": scatter(calls), "pulls": pulls(store, run_id, arms),
-        "lineage": lineage(programs, calls), "errors": errors,
-        "calls": {"columns": columns, "rows": [[c[k] for k in columns] for c in calls]},
+        "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
+        "progress": progress(calls, start, arms), "scatter": scatter(calls),
+        "pulls": pulls(store, run_id, arms), "lineage": lineage(programs, parents, call_of),
+        "calls": calls_page(store, run_id, first), "errors": errors_page(store, run_id, first, keys),
         "picture": {"stored": bool(solution)},
     }

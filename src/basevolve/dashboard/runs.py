@@ -75,7 +75,7 @@ def rows_sql(store: ReadOnlyStore) -> str:
     """Every column the runs table shows (applied to one page of runs only)."""
     derived = ", ".join(f"{sql} AS {name}" for name, sql in DERIVED.items())
     return f"""
-        SELECT r.run_id, r.status, r.task, r.model, r.protocol, r.allocator, r.arms,
+        SELECT r.rowid AS row_key, r.run_id, r.status, r.task, r.model, r.protocol, r.allocator, r.arms,
                r.budget, r.depth, r.breadth, r.seed, r.created_at, r.updated_at,
                json_extract(r.config_json, '$.budget_flops') AS budget_flops,
                json_extract(r.config_json, '$.budget_tokens') AS budget_tokens,
@@ -136,11 +136,15 @@ def runs_page(store: ReadOnlyStore, q: RunsQuery) -> dict[str, Any]:
     cond = f"WHERE {' AND '.join(where)}" if where else ""
     total = store.one(f"SELECT count(*) FROM runs r {cond}", args)[0]  # type: ignore[index]
     order = f"{sort_sql(store, q.sort)} {'DESC' if q.desc else 'ASC'} NULLS LAST, r.run_id"
+    # rowids, not run ids: an id that is not valid UTF-8 reads back replaced (U+FFFD)
+    # and would match nothing in the second query
     ids = [r[0] for r in store.query(
-        f"SELECT r.run_id {FROM} {cond} ORDER BY {order} LIMIT ? OFFSET ?",
+        f"SELECT r.rowid {FROM} {cond} ORDER BY {order} LIMIT ? OFFSET ?",
         [*args, q.size, (q.page - 1) * q.size])]
-    rows = {r["run_id"]: dict(r) for r in store.query(
-        f"{rows_sql(store)} WHERE r.run_id IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
+    rows = {r["row_key"]: dict(r) for r in store.query(
+        f"{rows_sql(store)} WHERE r.rowid IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
+    for row in rows.values():
+        del row["row_key"]
     return {"total": total, "page": q.page, "size": q.size, "sort": q.sort,
             "dir": "desc" if q.desc else "asc", "runs": [rows[i] for i in ids],
             "statuses": list(STATUSES)}

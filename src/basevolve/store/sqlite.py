@@ -22,6 +22,7 @@ from typing import Any
 from basevolve.errors import StoreError
 from basevolve.safe_text import utf8_safe
 from basevolve.store.connection import TextSafeConnection
+from basevolve.store.decoding import read_leniently
 from basevolve.store.schema import inspect_file, migrate
 
 #: Largest solution value (JSON text) kept for pictures; bigger values are not stored.
@@ -59,6 +60,7 @@ class RunStore:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
                                       factory=TextSafeConnection)
             self.db.row_factory = sqlite3.Row
+            read_leniently(self.db)  # invalid UTF-8 in a stored text reads as U+FFFD
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")

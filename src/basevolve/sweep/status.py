@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import StoreError
+from basevolve.store.decoding import read_leniently
 from basevolve.store.schema import inspect_file
 from basevolve.sweep.config import SweepConfig
 from basevolve.sweep.locks import holder
@@ -32,6 +33,7 @@ def read_state(store_path: str | Path) -> dict[str, dict[str, Any]]:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
     con.row_factory = sqlite3.Row
+    read_leniently(con)  # a run's error with invalid UTF-8 reads as U+FFFD
     try:
         runs = {r["run_id"]: dict(r) for r in con.execute(
             "SELECT run_id, status, error, config_json, budget FROM runs")}

@@ -13,10 +13,11 @@
   const allocBox = box("allocator"), pictureBox = box("picture-box"), lineageBox = box("lineage");
   const callsBox = box("calls"), errorsBox = box("errors");
   const callDetail = box("call-detail"), programDetail = box("program-detail");
+  const chartNote = el("p", {class: "muted", id: "chart-note"});
   const pullsSection = section("BaSE allocation: pulls per arm", chartBox("chart-pulls"), allocBox);
   fill(main, 
     section("Run", head, totals),
-    section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops"))),
+    section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops")), chartNote),
     section("Children", chartBox("chart-scatter")),
     pullsSection,
     section("Trajectories", trajBox),
@@ -65,6 +66,10 @@
     const traj = p.per_trajectory.map((data, i) => ({label: `trajectory ${i}`, data, width: 1}));
     const overall = {label: "overall best", data: p.overall, color: "#000", width: 2.5};
     const many = traj.length > 1 ? traj : [];
+    // A long run's lines come thinned to the points where a best changes (same lines).
+    fill(chartNote, p.thinned || d.pulls.thinned ? `Long run: the lines are drawn from ${int(p.calls.length)} of ` +
+      `${int(p.points)} points (every change of a running best is kept)` +
+      (d.pulls.thinned ? `; pulls per arm from ${int(d.pulls.x.length)} evenly spaced pulls.` : ".") : null);
     chart(document.getElementById("chart-calls"), {
       title: "Running best vs calls", x: p.calls, xLabel: "calls done", yLabel: "best score",
       series: [...many, overall]});
@@ -167,8 +172,35 @@
     fill(lineageBox, list, el("p", {class: "muted"}, `${d.lineage.length} programs`));
   }
 
-  function renderCalls(d) {
-    const purpose = d.calls.some((c) => c.purpose !== undefined);
+  // The calls and errors tables come one page at a time (/api/run carries page 1 of
+  // each, /api/calls and /api/errors the others); the page shown survives live refreshes.
+  const pages = {calls: 1, errors: 1};
+  const objects = (frame) => frame.rows.map((row) => Object.fromEntries(frame.columns.map((c, i) => [c, row[i]])));
+
+  function pager(kind, frame, noun) {
+    const go = async (page) => {
+      pages[kind] = page;
+      try { renderTable(kind, await json(`/api/${kind}?run=${q}&page=${page}&size=${frame.size}`)); }
+      catch (e) { BV.banner("Could not load: " + e.message); }
+    };
+    const first = (frame.page - 1) * frame.size;
+    const shown = frame.rows.length ? `${int(first + 1)}-${int(first + frame.rows.length)} of ${int(frame.total)} ${noun}`
+      : `0 of ${int(frame.total)} ${noun}`;
+    return el("div", {class: "pager", id: `${kind}-pager`},
+      el("button", {id: `${kind}-first`, disabled: frame.page <= 1 ? "" : null, onclick: () => go(1)}, "first"),
+      el("button", {id: `${kind}-prev`, disabled: frame.page <= 1 ? "" : null, onclick: () => go(frame.page - 1)}, "previous"),
+      el("span", {id: `${kind}-page-info`}, ` page ${int(frame.page)} of ${int(frame.pages)} (${shown}) `),
+      el("button", {id: `${kind}-next`, disabled: frame.page >= frame.pages ? "" : null, onclick: () => go(frame.page + 1)}, "next"),
+      el("button", {id: `${kind}-last`, disabled: frame.page >= frame.pages ? "" : null, onclick: () => go(frame.pages)}, "last"));
+  }
+
+  function renderTable(kind, frame) {
+    if (kind === "calls") renderCalls(frame); else renderErrors(frame);
+  }
+
+  function renderCalls(frame) {
+    const calls = objects(frame);
+    const purpose = frame.columns.includes("purpose");
     const cols = [
       {key: "call_index", label: "call", num: true, cell: (c) => callLink(c.call_index)},
       {key: "trajectory", label: "traj", num: true},
@@ -184,20 +216,23 @@
         el("a", {href: `#program=${c.program_id}`}, num(c.score)))},
       {key: "error", label: "error", cell: (c) => (c.error ? el("span", {class: "clip"}, c.error) : "")},
     ].filter(Boolean);
-    fill(callsBox, el("div", {class: "scroll"}, table(cols, d.calls, {
+    fill(callsBox, el("div", {class: "scroll"}, table(cols, calls, {
       class: "calls", rowClass: (c) => (c.score !== null && !c.valid ? "invalid" : null),
-      onRow: (c) => { location.hash = `call=${c.call_index}`; }})));
+      onRow: (c) => { location.hash = `call=${c.call_index}`; }})),
+      frame.total > frame.size ? pager("calls", frame, "calls") : null);
   }
 
-  function renderErrors(d) {
-    fill(errorsBox, d.errors.length === 0 ? el("p", {class: "muted"}, "No errors.") :
+  function renderErrors(frame) {
+    const errors = objects(frame);
+    fill(errorsBox, frame.total === 0 ? el("p", {class: "muted"}, "No errors.") : [
       el("div", {class: "scroll"}, table([
         {key: "kind", label: "kind"},
         {key: "call_index", label: "call", cell: (e) => callLink(e.call_index)},
         {key: "program_id", label: "program", cell: (e) => progLink(e.program_id)},
         {key: "trajectory", label: "traj", num: true},
         {key: "error", label: "error", cell: (e) => el("pre", {class: "inline"}, e.error)},
-      ], d.errors, {class: "errors"})));
+      ], errors, {class: "errors"})),
+      frame.total > frame.size ? pager("errors", frame, "errors") : null]);
   }
 
   const pre = (label, block, cls) => (block === null || block === undefined ? null : [
@@ -264,15 +299,16 @@
 
   async function refresh() {
     const d = await json(`/api/run?id=${q}`);
-    const cols = d.calls.columns;  // calls come as rows of values: make them objects
-    d.calls = d.calls.rows.map((row) => Object.fromEntries(cols.map((c, i) => [c, row[i]])));
+    for (const kind of ["calls", "errors"]) {  // keep the page the user is reading
+      if (pages[kind] !== 1) d[kind] = await json(`/api/${kind}?run=${q}&page=${pages[kind]}&size=${d[kind].size}`);
+    }
     renderHead(d);
     renderCharts(d);
     renderTrajectories(d);
     renderPicture(d);
     renderLineage(d);
-    renderCalls(d);
-    renderErrors(d);
+    renderCalls(d.calls);
+    renderErrors(d.errors);
     document.body.dataset.callsDone = String(d.totals.calls_done);
   }
 
