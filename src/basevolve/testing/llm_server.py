@@ -62,7 +62,8 @@ from basevolve.testing.faults import Fault
 ReplyFn = Callable[[dict[str, Any], int], str]
 UsageFn = Callable[[dict[str, Any], str], dict[str, Any]]
 #: ``--reply-function`` names -> ``module:function`` of the scripted reply functions
-REPLY_FUNCTIONS = {"island": "basevolve.testing.replies:island_reply",
+REPLY_FUNCTIONS = {"evolve-block": "basevolve.testing.evolve_block:evolve_block_reply",
+                   "island": "basevolve.testing.replies:island_reply",
                    "packing": "basevolve.testing.replies:seeded_packing_reply",
                    "qa": "basevolve.testing.qa_replies:qa_reply"}
 
