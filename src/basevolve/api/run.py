@@ -203,10 +203,11 @@ def _check_task_loadable(store: Path, run_id: str) -> None:
     if row is None or row["status"] == "finished":
         return
     name = json.loads(row["config_json"])["task"]
-    if name not in TASKS and not Path(name).expanduser().is_file():
+    path = Path(name).expanduser()
+    if name not in TASKS and not (path.is_file() or path.is_dir()):
         raise TaskError(
             f"run {run_id!r} was made with the task {name!r}, which is neither a built-in "
-            f"task nor a task file; pass the same task again: "
+            f"task nor a task file or directory; pass the same task again: "
             f"basevolve.resume({run_id!r}, store={str(store)!r}, task=...)")
 
 
@@ -253,7 +254,8 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
 
     Args:
         task: A built-in task name (``"circle_packing"``), the path of a ``.py`` task
-            file, or a :class:`basevolve.Task` instance (or subclass) defined in code.
+            file or of an OpenEvolve task directory (docs/tasks.md), or a
+            :class:`basevolve.Task` instance (or subclass) defined in code.
             Its scorer runs in this process; the programs it scores run in the sandbox.
         budget: C, the total number of LLM calls (retries and the K initial calls of
             BaSE included).

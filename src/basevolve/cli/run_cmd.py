@@ -25,7 +25,8 @@ DEFAULT_STORE = "basevolve.sqlite"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run one fixed-budget evolution (or --resume one)",
                        description="Spend exactly --budget LLM calls evolving programs for a task.")
-    p.add_argument("--task", help="task name (see `basevolve tasks`) or a task file")
+    p.add_argument("--task", help="task name (see `basevolve tasks`), a task file or an "
+                   "OpenEvolve task directory")
     p.add_argument("--budget", type=int, help="C: total LLM calls")
     p.add_argument("--budget-flops", type=_amount("--budget-flops"), metavar="X",
                    help="instead of --budget: effective FLOPs to spend, e.g. 3e15 or 3P; "

@@ -8,8 +8,13 @@ is a :class:`~basevolve.errors.BasevolveError`: one line on stderr, exit 2, noth
 
 ``--json`` prints one object per file per line, in the order the files were given:
 ``program, task, score, valid, metrics, error, isolation, seconds, strict_score,
-strict_valid, reference_score, reference_valid, mode``.  ``--strict`` makes
-``score``/``valid``/``error`` the tolerance-0 ones (paper's evaluators use 1e-6).
+strict_valid, reference_score, reference_valid, mode, trust, artifacts``.  ``--strict``
+makes ``score``/``valid``/``error`` the tolerance-0 ones (paper's evaluators use 1e-6).
+
+``tasks --show`` takes a built-in name, a task file or an OpenEvolve task directory
+(issue 21, part 2): for a directory it lists the files sent to the sandbox, the stage
+functions found by parsing evaluator.py (never importing it here), the cascade and its
+thresholds, the timeout, where the system message comes from and the trust level.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import ConfigError, SandboxError
-from basevolve.records import Evaluation, ExecResult, ExecStatus
+from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
 from basevolve.tasks.scoring import score_or_raise
@@ -36,10 +41,13 @@ def register(subparsers: Any) -> None:
         "tasks",
         help="list the built-in tasks, or --show one",
         description="List the built-in tasks (name, entry function, time limit), or show one "
-        "task -- built-in or a task file -- in full with --show: its initial program, system "
-        "message, entry function and limits. Writing your own task: docs/tasks.md.",
+        "task -- built-in, a task file or an OpenEvolve task directory -- in full with --show: "
+        "its initial program, system message, entry function and limits. Writing your own "
+        "task: docs/tasks.md.",
     )
-    p.add_argument("--show", metavar="NAME", help="a task name or the path of a task .py file")
+    p.add_argument("--show", metavar="NAME",
+                   help="a task name, the path of a task .py file or of an OpenEvolve task "
+                        "directory")
     p.add_argument("--json", action="store_true", help="one JSON object per task per line")
     p.set_defaults(func=cmd_tasks)
 
@@ -48,7 +56,8 @@ def register(subparsers: Any) -> None:
         help="score program files on a task in the sandbox",
         description="Evaluate one or many program files on a task, each in the sandbox.",
     )
-    e.add_argument("--task", required=True, help="registered task name or path to a task .py file")
+    e.add_argument("--task", required=True, help="registered task name, path to a task .py "
+                   "file or to an OpenEvolve task directory")
     e.add_argument("files", nargs="+", metavar="FILE", help="program file(s) to evaluate")
     e.add_argument("--strict", action="store_true", help="report the tolerance-0 score as `score`")
     e.add_argument(
@@ -56,7 +65,8 @@ def register(subparsers: Any) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="wall-clock limit per program (default: the task's)",
+        help="wall-clock limit per program (default: the task's; for an OpenEvolve task "
+        "directory: per evaluate/stage call)",
     )
     e.add_argument("--json", action="store_true", help="one JSON object per file per line")
     e.set_defaults(func=cmd_evaluate)
@@ -90,6 +100,44 @@ def task_details(spec: str) -> dict[str, Any]:
         "params": [{"name": p.name, "kind": p.kind.__name__, "default": p.default,
                     "help": p.help, **({"choices": list(p.choices)} if p.choices else {})}
                    for p in task.PARAMS],
+        "trust": str(_trust(task)),
+        **({"directory": directory_details(task)} if task.evaluation == "openevolve" else {}),
+    }
+
+
+def _trust(task: Task) -> Trust:
+    """The trust level a run of ``task`` records (by the evaluator that scores it)."""
+    if task.artifact != "program":
+        return Trust.NOT_RUN
+    from basevolve.engine.evaluators import EVALUATORS
+
+    return getattr(EVALUATORS.get(task.evaluation), "trust", Trust.SCORER)
+
+
+def directory_details(task: Any) -> dict[str, Any]:
+    """What ``tasks --show DIR`` lists for an OpenEvolve task directory (issue 21, part 2).
+
+    Found without importing evaluator.py: its stage functions by parsing it
+    (:func:`basevolve.tasks.openevolve_dir.evaluator_functions`).
+    """
+    d, st = task.directory, task.settings
+    files = {**{k: len(v.encode()) for k, v in d.text_files.items()},
+             **{k: len(v) for k, v in d.binary_files.items()}}
+    return {
+        "path": str(d.path),
+        "files": [{"path": k, "bytes": files[k], "binary": k in d.binary_files}
+                  for k in sorted(files)],
+        "total_bytes": d.total_bytes,
+        "skipped": list(d.skipped),
+        "functions": list(st.functions),
+        "cascade": st.cascade,
+        "cascade_evaluation": st.cascade_evaluation,
+        "cascade_thresholds": list(st.cascade_thresholds),
+        "stages": list(st.stages),
+        "timeout_s": st.timeout_s,
+        "evaluator_args": sorted(st.evaluator_args),
+        "system_message_from": ("config.yaml prompt.system_message"
+                                if task.config_system_message else "basevolve's default"),
     }
 
 
@@ -101,7 +149,9 @@ def _show(spec: str, as_json: bool) -> int:
     print(f"task            {d['name']} ({d['source']})")
     if d["description"]:
         print(f"description     {d['description']}")
-    if d["artifact"] == "text":
+    if d["evaluation"] == "openevolve":
+        _show_directory(d)
+    elif d["artifact"] == "text":
         print("artifact        text (a prompt template; never executed, scored by an "
               "answering LLM)")
     elif d["evaluation"] == "calls":
@@ -125,6 +175,38 @@ def _show(spec: str, as_json: bool) -> int:
     print("\n--- initial " + ("template" if d["artifact"] == "text" else "program") + " ---")
     print(d["initial_program"].rstrip())
     return 0
+
+
+def _show_directory(d: dict[str, Any]) -> None:
+    """The OpenEvolve-directory part of ``tasks --show`` (plain text)."""
+    x = d["directory"]
+    print("kind            OpenEvolve task directory: its evaluator.py runs inside the sandbox, "
+          "next to the program")
+    print(f"trust           {d['trust']} -- the program can tamper with the evaluator beside "
+          "it (it cannot reach anything outside the sandbox)")
+    print(f"functions       {', '.join(x['functions'])} (found in evaluator.py, not imported)")
+    if x["cascade"]:
+        stages = " -> ".join(x["stages"])
+        print(f"evaluation      cascade: {stages}; thresholds "
+              f"{', '.join(f'{t:g}' for t in x['cascade_thresholds'])} (config.yaml)")
+    else:
+        why = ("cascade_evaluation is false" if not x["cascade_evaluation"]
+               else "no evaluate_stage1")
+        print(f"evaluation      direct: evaluate(program_path) ({why})")
+    if x["evaluator_args"]:
+        print(f"evaluator args  {', '.join(x['evaluator_args'])} (passed to evaluate)")
+    print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
+          f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
+          "per file, no network")
+    print(f"entry function  {d['entry']}() -- the program's main function (first def of the "
+          "EVOLVE block); it picks the program out of an LLM reply")
+    print(f"system message  from {x['system_message_from']}")
+    print(f"files           {len(x['files'])} sent to each evaluation's sandbox "
+          f"({x['total_bytes']:,} bytes):")
+    for f in x["files"]:
+        print(f"  {f['path']}  {f['bytes']:,} bytes{' (binary)' if f['binary'] else ''}")
+    for skipped in x["skipped"]:
+        print(f"  skipped: {skipped}")
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -254,6 +336,8 @@ def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any
         "reference_score": ev.score,
         "reference_valid": ev.valid,
         "mode": "strict" if strict else "reference",
+        "trust": str(ev.trust),
+        "artifacts": dict(ev.artifacts),
     }
 
 

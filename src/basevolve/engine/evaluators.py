@@ -16,11 +16,13 @@ from typing import Any
 
 from basevolve.engine.evaluator import SandboxEvaluator
 from basevolve.engine.function_eval import FunctionEvaluator
+from basevolve.engine.openevolve_eval import OpenEvolveEvaluator
 from basevolve.registry import Registry
 
 EVALUATORS: Registry[Callable[..., Any]] = Registry("evaluation kind")
 EVALUATORS.register("entry", SandboxEvaluator)  # entry() once, its value scored here
 EVALUATORS.register("calls", FunctionEvaluator)  # a trusted evaluator calls the program
+EVALUATORS.register("openevolve", OpenEvolveEvaluator)  # a task directory's evaluator, sandboxed
 
 
 def evaluator_for(task: Any, pool: Any | None, **kwargs: Any) -> Any:

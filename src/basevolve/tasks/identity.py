@@ -10,6 +10,8 @@ every run:
   not by the file name, so two copies of a file in different folders are one task);
 * for a user task file: its absolute path, the SHA-256 of its bytes and its source text
   (so the scorer a run used can be read back even after the file changed);
+* for an OpenEvolve task directory: its absolute path, a SHA-256 over every file it
+  sends to the sandbox (path and bytes) and the text of those files;
 * for a built-in task: the basevolve version and a SHA-256 over the task module's source,
   its initial program and its system message (an upgrade that changes a built-in scorer
   is a task change too);
@@ -40,7 +42,7 @@ class TaskIdentity:
     """Identity of the task a run is scored with (stored in the ``runs`` row)."""
 
     name: str
-    kind: str  # "builtin", "file" or "object" (defined in code, basevolve.run)
+    kind: str  # "builtin", "file", "directory" or "object" (defined in code, basevolve.run)
     sha256: str
     path: str | None = None  # absolute path of a user task file
     version: str | None = None  # basevolve version, for a built-in task
@@ -53,7 +55,8 @@ class TaskIdentity:
     def label(self) -> str:
         """How to name this task to a user: its file, or the built-in name."""
         if self.path:
-            return f"task file {self.path!r}"
+            what = "task directory" if self.kind == "directory" else "task file"
+            return f"{what} {self.path!r}"
         return f"task object {self.name!r}" if self.kind == "object" else f"built-in task {self.name!r}"
 
 
@@ -84,12 +87,32 @@ def task_identity(spec: str, task: Task) -> TaskIdentity:
             digest.update(b"\0")
         return TaskIdentity(task.name, "builtin", digest.hexdigest(), version=__version__)
     path = Path(spec).expanduser().resolve()
+    if path.is_dir():
+        return directory_identity(path, task)
     data = path.read_bytes()
     digest = hashlib.sha256(data)
     for part in task.identity_parts():  # e.g. a dataset and the --task-param values
         digest.update(b"\0" + part.encode())
     return TaskIdentity(task.name, "file", digest.hexdigest(), path=str(path),
                         source=data.decode("utf-8", errors="replace"))
+
+
+def directory_identity(path: Path, task: Task) -> TaskIdentity:
+    """The identity of an OpenEvolve task directory: a hash over every file it sends.
+
+    The files are the ones read when ``task`` was loaded (the evaluator sees exactly
+    those), so an edit to evaluator.py, config.yaml, the initial program or a data file
+    changes the identity; ``source`` lists every text file in full.
+    """
+    directory = getattr(task, "directory", None)
+    if directory is None or not hasattr(directory, "digest"):
+        raise ConfigError(f"{str(path)!r} is a directory, but task {task.name!r} was not "
+                          "loaded from it as an OpenEvolve task directory")
+    digest = hashlib.sha256(directory.digest().encode())
+    for part in task.identity_parts():
+        digest.update(b"\0" + part.encode())
+    return TaskIdentity(task.name, "directory", digest.hexdigest(), path=str(path),
+                        source=directory.listing())
 
 
 def object_identity(task: Task) -> TaskIdentity:
@@ -132,4 +155,5 @@ def check_resume(run_id: str, stored_sha256: str | None, now: TaskIdentity,
     )
 
 
-__all__ = ["TaskIdentity", "check_resume", "object_identity", "resolve_task_spec", "task_identity"]
+__all__ = ["TaskIdentity", "check_resume", "directory_identity", "object_identity",
+           "resolve_task_spec", "task_identity"]

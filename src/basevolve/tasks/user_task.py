@@ -1,4 +1,5 @@
-"""Loading a task: a registered name or a user's ``my_task.py`` file.
+"""Loading a task: a registered name, a user's ``my_task.py`` file or an OpenEvolve task
+directory (:mod:`basevolve.tasks.openevolve_dir`).
 
 Contract for a user task file (kept deliberately small):
 
@@ -34,7 +35,8 @@ from basevolve.tasks.base import TASKS, Task
 
 
 def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task:
-    """A ready task instance for ``spec``: a registered task name or a ``.py`` file path.
+    """A ready task instance for ``spec``: a registered task name, a ``.py`` file path or
+    the path of an OpenEvolve task directory.
 
     ``params``: the run's ``--task-param`` values, checked against the task's declared
     ``PARAMS`` (a task that declares none refuses any).
@@ -43,12 +45,19 @@ def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task
     if text in TASKS:
         return build_task(TASKS.get(text), params)
     path = Path(text).expanduser()
+    if path.is_dir():  # an OpenEvolve task directory (issue 21, part 2)
+        from basevolve.tasks.openevolve_dir import load_task_directory
+
+        if params:
+            raise ConfigError(f"task directory {text!r} takes no --task-param; got "
+                              f"{', '.join(sorted(params))}")
+        return check_task(load_task_directory(path), f"in {text!r}")
     if path.suffix == ".py" or path.exists():
         return load_task_file(path, params)
     known = ", ".join(TASKS.names())
     raise TaskError(
         f"unknown task {text!r}; known: {known} (or give the path of a .py file defining"
-        " a Task subclass)"
+        " a Task subclass, or of an OpenEvolve task directory)"
     )
 
 
