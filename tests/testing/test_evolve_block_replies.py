@@ -149,6 +149,15 @@ def test_parent_is_the_last_evolve_program_but_never_the_crossover_inspiration()
     assert parent_program(["no code"]) is None
 
 
+def test_odd_request_bodies_get_a_reply_not_an_exception(task):
+    replies = EvolveBlockReplies(CANDIDATES)
+    program = f"```python\n{task.initial_program}```"
+    parts = {"messages": ["junk", {"role": "user", "content": [{"type": "text", "text": program}]}]}
+    assert block_of(parent_program([replies(parts, 0)])[1]) in CANDIDATES  # no seed: the index
+    for body in ({}, {"messages": None}, {"messages": [{"role": "user", "content": 7}]}):
+        assert replies(body, 1) == "The prompt shows no program with an EVOLVE-BLOCK to change."
+
+
 def test_candidates_file_and_bad_input(tmp_path):
     good = tmp_path / "c.json"
     good.write_text(json.dumps(CANDIDATES))

@@ -54,6 +54,15 @@ _VARIANT = re.compile(r"^# evolve-block reply \d+\n", re.M)
 _CROSSOVER = "# Crossover Inspiration"  # ShinkaEvolve's crossover section follows the parent
 
 
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text parts of an OpenAI content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
 def _hash(seed: Any, salt: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{salt}:{seed}".encode()).digest()[:8], "big")
 
@@ -92,9 +101,9 @@ class EvolveBlockReplies:
 
     # ------------------------------------------------------------------ answering
     def __call__(self, body: dict[str, Any], index: int) -> str:
-        msgs = body.get("messages") or []
-        system = str(msgs[0].get("content", "")) if msgs and msgs[0].get("role") == "system" else ""
-        users = [str(m.get("content", "")) for m in msgs if m.get("role") == "user"]
+        msgs = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        system = _text(msgs[0].get("content")) if msgs and msgs[0].get("role") == "system" else ""
+        users = [_text(m.get("content")) for m in msgs if m.get("role") == "user"]
         seed = body.get("seed", index)
         if "NOVEL or NOT NOVEL" in system:
             return ("NOVEL\nA different idea." if _hash(seed, "judge") % 2
