@@ -2,7 +2,8 @@
 
 ``basevolve tasks --show DIR``, ``basevolve evaluate --task DIR``, ``basevolve run --task
 DIR`` end to end against the test server (a real process serving full-rewrite replies
-from ``--replies-file``), the Python API, a sweep with ``task = "DIR"``, and ``--resume``
+from ``--replies-file``), the Python API, a sweep with ``task = "DIR"`` and its
+analysis, and ``--resume``
 pinned to the directory's files.  Real SQLite stores, real sandbox.
 """
 
@@ -209,16 +210,25 @@ def test_resume_refuses_a_changed_directory(tmp_path, capsys):
     assert summary["calls_completed"] == 3 and summary["task_changes"] == 0
 
 
-def test_sweep_runs_a_task_directory(tmp_path, capsys):
-    with LLMTestServer([reply(BETTER)]) as srv:
+def test_sweep_and_analyze_a_task_directory(tmp_path, capsys):
+    db = tmp_path / "sw.sqlite"
+    with LLMTestServer([reply(BETTER), reply(MEDIUM)]) as srv:
         config = tmp_path / "sweep.toml"
         config.write_text(
             f'[sweep]\nname = "oe"\n\n[defaults]\ntask = "{EXAMPLE}"\nmodel = "test-model"\n'
-            f'params = 1e9\nbase_url = "{srv.base_url}"\n\n[[grid]]\nbudget = 2\ndepth = 2\n')
-        assert main(["sweep", str(config), "--store", str(tmp_path / "sw.sqlite"),
-                     "--json"]) == 0
-        assert len(srv.requests) == 2
+            f'params = 1e9\nbase_url = "{srv.base_url}"\nseeds = 2\n\n'
+            '[[grid]]\nbudget = 2\ndepth = [1, 2]\n')
+        assert main(["sweep", str(config), "--store", str(db), "--json"]) == 0
+        assert len(srv.requests) == 4 * 2  # 2 depths x 2 seeds, C = 2 each
     doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert doc["finished"] == 1 and doc["failed"] == []
-    stored = rows(tmp_path / "sw.sqlite", "SELECT task, task_kind FROM runs")
-    assert stored == [{"task": "openevolve_dir", "task_kind": "directory"}]
+    assert doc["finished"] == 4 and doc["failed"] == []
+    stored = rows(db, "SELECT DISTINCT task, task_kind, task_path FROM runs")
+    assert stored == [{"task": "openevolve_dir", "task_kind": "directory",
+                       "task_path": str(EXAMPLE)}]
+    assert rows(db, "SELECT DISTINCT trust FROM programs") == [{"trust": "evaluator-in-sandbox"}]
+    fast = ["--resamples", "50", "--shuffles", "50", "--gate-shuffles", "50"]
+    assert main(["analyze", "--store", str(db), "--json", *fast]) == 0
+    analysis = json.loads(capsys.readouterr().out)
+    cells = [r for r in analysis["summary"] if r["task"] == "openevolve_dir"]
+    assert len(cells) == 2 and all(r["n"] == 2 for r in cells)  # one per depth, 2 seeds
+    assert all(0 < r["mean"] <= 1 for r in cells)
