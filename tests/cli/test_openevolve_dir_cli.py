@@ -3,8 +3,8 @@
 ``basevolve tasks --show DIR``, ``basevolve evaluate --task DIR``, ``basevolve run --task
 DIR`` end to end against the test server (a real process serving full-rewrite replies
 from ``--replies-file``), the Python API, a sweep with ``task = "DIR"`` and its
-analysis, and ``--resume``
-pinned to the directory's files.  Real SQLite stores, real sandbox.
+analysis, and ``--resume`` pinned to the directory's files.  Real SQLite stores, real
+sandbox.
 """
 
 from __future__ import annotations
