@@ -17,6 +17,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from basevolve.config import RunConfig
 from basevolve.dashboard import run_data
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.engine import start_run
+from basevolve.store import RunStore
 from basevolve.sweep.status import read_state
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
@@ -204,6 +206,46 @@ def test_calls_and_errors_are_paged_and_add_up_to_the_store(long_dash, long_stor
     assert all("odd call" in e[4] for e in errors)
     assert get(long_dash, "/api/calls?run=nope")[0] == 404
     assert get(long_dash, f"/api/calls?run={LONG}&size=7")[0] == 400
+
+
+def test_a_run_that_changes_is_rebuilt(long_store, tmp_path):
+    """The run page is kept until the run itself changes (run_mark): a call inserted by
+    the real writer, then a status change, each show up on the next requests."""
+    db = tmp_path / "copy.sqlite"
+    src, dst = sqlite3.connect(long_store), sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    d = Dashboard(db)
+    try:
+        before = api(d, f"/api/run?id={LONG}")
+        assert before["totals"]["calls_pending"] == 0
+        with RunStore(db) as st:
+            st.create_run("other", {"task": "circle_packing", "model": "m", "protocol": "greedy",
+                                    "allocator": "single", "arms": 1, "budget": 1, "depth": 1,
+                                    "breadth": 1, "seed": 0},
+                          active_params=1e9)  # another run moving: same page for LONG
+        assert api(d, f"/api/run?id={LONG}") == before
+        with RunStore(db) as st:
+            st.insert_call(LONG, call_index=LONG_C, seq=st.next_seq(LONG), trajectory=0,
+                           pull_id=LONG_C, generation=14, slot=0, seed=1,
+                           messages=[{"role": "user", "content": "p"}])
+        wait_for(lambda: api(d, f"/api/run?id={LONG}")["totals"]["calls_pending"] == 1)
+        page = api(d, f"/api/run?id={LONG}")
+        assert page["calls"]["total"] == LONG_C + 1
+        with RunStore(db) as st:
+            st.set_status(LONG, "interrupted", "stopped by the test")
+        wait_for(lambda: api(d, f"/api/run?id={LONG}")["run"]["status"] == "interrupted")
+    finally:
+        d.close()
+
+
+def wait_for(check, timeout_s: float = 60.0) -> None:
+    """Poll ``check`` (the dashboard notices a commit within about half a second)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "the dashboard never showed the change"
+        time.sleep(0.1)
 
 
 def test_long_runs_charts_are_thinned_to_the_same_lines(long_store, monkeypatch):

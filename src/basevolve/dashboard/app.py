@@ -33,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from basevolve.dashboard.db import ReadOnlyStore, connect_readonly
 from basevolve.dashboard.details import call_detail, program_detail
 from basevolve.dashboard.picture import Pictures, PictureUnavailable
-from basevolve.dashboard.run_data import run_page
+from basevolve.dashboard.run_data import run_mark, run_page
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 from basevolve.dashboard.runs import RunsQuery, runs_page, sweeps_overview
 from basevolve.dashboard.security import Guard
@@ -139,16 +139,28 @@ def create_app(store_path: str | Path, *, token: str | None = None,
         data["sweeps"] = watcher.cached("sweeps", lambda: sweeps_overview(store))
         return Json(data)
 
+    runs_seen: dict[str, tuple[int, Any, bytes | None]] = {}  # run id -> version, mark, body
+
     def api_run(request: Request) -> Response:
-        """The run page's JSON, encoded once per store version: a long run's page
-        (20,000 calls) is re-served from memory until the store changes."""
+        """The run page's JSON, encoded once per change of the run: kept while the store
+        version is the same, and after a commit while the run's own mark is
+        (:func:`~basevolve.dashboard.run_data.run_mark`), so a long run's page is not
+        rebuilt because another run of the store moved."""
         run_id = request.query_params.get("id", "")
-
-        def compute() -> bytes | None:
-            data = run_page(store, run_id)
-            return None if data is None else Json(data).body
-
-        body = watcher.cached(f"run:{run_id}", compute)
+        version = watcher.poll()
+        hit = runs_seen.get(run_id)
+        if hit is not None and hit[0] == version:
+            body = hit[2]
+        else:
+            mark = run_mark(store, run_id)
+            if hit is not None and hit[1] == mark:
+                body = hit[2]
+            else:
+                data = run_page(store, run_id)
+                body = None if data is None else Json(data).body
+            if len(runs_seen) >= CACHE_ENTRIES:
+                runs_seen.clear()
+            runs_seen[run_id] = (version, mark, body)
         if body is None:
             return _error(404, "no such run")
         return Response(body, media_type="application/json")

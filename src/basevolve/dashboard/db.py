@@ -106,3 +106,23 @@ class ReadOnlyStore:
     def refresh_schema(self) -> None:
         with self._lock:
             self._columns.clear()
+
+
+def columns(rows: Sequence[Any], names: Sequence[str], *, floats: frozenset[str] = frozenset(),
+            bools: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Query rows as one numpy array per column (``names`` in select order).
+
+    Why: the run page of a long run reads 20,000 rows; vectorised sums and masks over
+    columns cost a fraction of a Python loop over row objects.  ``floats`` are nullable
+    (NULL -> nan), ``bools`` are flags, every other column is a non-null integer.
+    """
+    import numpy as np
+
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    out: dict[str, Any] = {}
+    for name, col in zip(names, cols, strict=True):
+        if name in floats:
+            out[name] = np.array([np.nan if v is None else v for v in col], dtype=float)
+        else:
+            out[name] = np.array(col, dtype=bool if name in bools else np.int64)
+    return out

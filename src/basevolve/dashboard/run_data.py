@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from basevolve.dashboard.db import ReadOnlyStore
+from basevolve.dashboard.db import ReadOnlyStore, columns
+from basevolve.dashboard.lineage import Programs, lineage
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 
 MAX_POINTS = 2000  # points per chart series sent; a chart is ~1,400 pixels wide
@@ -57,28 +58,36 @@ def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     return run
 
 
-def _scan(store: ReadOnlyStore, run_id: str) -> dict[str, np.ndarray]:
+def _scan(store: ReadOnlyStore, run_id: str, programs: Programs) -> dict[str, np.ndarray]:
     """The run's calls in call order, one numpy array per column of :data:`_SCAN`.
 
     Only numbers (no text: decoding 20,000 status strings costs more than comparing
-    them in SQL), read in one pass of the run's rows.
+    them in SQL), read in one pass of the run's rows; each call's child (score, valid,
+    told at) is matched from ``programs`` by call id rather than joined in SQL, which
+    was a third of the scan.
     """
     rows = store.query("""
-        SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.parent_id,
-               c.status = 'pending', c.status = 'lost', c.status = 'failed', c.counted,
-               coalesce(c.error != '', 0), coalesce(c.flops, 0.0),
-               coalesce(c.prompt_tokens, 0), coalesce(c.cached_tokens, 0),
-               coalesce(c.completion_tokens, 0), p.score, coalesce(p.valid, 0), p.seq
-        FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
-        WHERE c.run_id = ? ORDER BY c.call_index""", (run_id,))
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(_SCAN)
-    out = {}
-    for name, col in zip(_SCAN, cols, strict=True):
-        if name in _FLOAT:
-            out[name] = np.array([np.nan if v is None else v for v in col], dtype=float)
-        else:
-            out[name] = np.array(col, dtype=bool if name in _BOOL else np.int64)
-    return out
+        SELECT call_id, call_index, seq, trajectory, parent_id, status = 'pending',
+               status = 'lost', status = 'failed', counted, coalesce(error != '', 0),
+               coalesce(flops, 0.0), coalesce(prompt_tokens, 0), coalesce(cached_tokens, 0),
+               coalesce(completion_tokens, 0)
+        FROM calls WHERE run_id = ? ORDER BY call_index""", (run_id,))
+    calls = columns(rows, _SCAN[:-3], floats=_FLOAT, bools=_BOOL)
+    n = calls["call_id"].size
+    calls["score"], calls["tell_seq"] = np.full(n, np.nan), np.full(n, np.nan)
+    calls["valid"] = np.zeros(n, dtype=bool)
+    p = programs.cols
+    child = np.flatnonzero(~np.isnan(p["call_id"]))
+    if child.size and n:
+        order = child[np.argsort(p["call_id"][child], kind="stable")]
+        ids = p["call_id"][order]
+        pos = np.minimum(np.searchsorted(ids, calls["call_id"]), ids.size - 1)
+        hit = ids[pos] == calls["call_id"]
+        src = order[pos[hit]]
+        calls["score"][hit] = p["score"][src]
+        calls["valid"][hit] = p["valid"][src]
+        calls["tell_seq"][hit] = p["seq"][src]
+    return calls
 
 
 def thin_steps(series: np.ndarray, limit: int | None = None) -> np.ndarray:
@@ -143,26 +152,32 @@ def scatter(calls: dict[str, np.ndarray]) -> dict[str, list[Any]]:
 
 
 def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
-    """Cumulative pulls per arm after each pull (assign/ask events) and the last summary."""
+    """Cumulative pulls per arm after each pull (assign/ask events) and the last summary.
+
+    Two light queries, not one row per event: the pulled arms in order, and per arm the
+    counts and reward sums SQLite adds up itself.
+    """
     k = max(arms, 1)
-    eligible = "n_eligible > 1" if store.has("allocations", "n_eligible") else "NULL"
-    events = store.query(f"""
-        SELECT kind IN ('assign', 'ask'), kind = 'ask', kind = 'tell', trajectory,
-               reward, {eligible} FROM allocations WHERE run_id = ? ORDER BY seq""", (run_id,))
-    cols = list(zip(*events, strict=True)) if events else [()] * 6
-    is_pull, is_ask, is_tell = (np.array(c, dtype=bool) for c in cols[:3])
-    traj = np.array(cols[3], dtype=np.int64)
-    traj = np.where((traj >= 0) & (traj < k), traj, 0)
-    reward = np.array([np.nan if v is None else v for v in cols[4]], dtype=float)
-    arm = traj[is_pull]
+    arm = np.array([r[0] for r in store.query(
+        "SELECT trajectory FROM allocations WHERE run_id = ? AND kind IN ('assign', 'ask') "
+        "ORDER BY seq", (run_id,))], dtype=np.int64)
+    arm = np.where((arm >= 0) & (arm < k), arm, 0)
     per_arm = np.zeros((k, arm.size + 1), dtype=np.int64)
     if arm.size:
         per_arm[arm, np.arange(1, arm.size + 1)] = 1
     per_arm = np.cumsum(per_arm, axis=1)
     keep = even(arm.size + 1)
-    told = is_tell & ~np.isnan(reward)
-    n = np.bincount(traj[told], minlength=k)
-    total = np.bincount(traj[told], weights=reward[told], minlength=k)
+    eligible = store.has("allocations", "n_eligible")
+    stats = store.query(f"""
+        SELECT CASE WHEN trajectory >= 0 AND trajectory < :k THEN trajectory ELSE 0 END AS t,
+               count(*), sum(kind = 'ask'),
+               {'coalesce(sum(kind = ' + "'ask'" + ' AND n_eligible > 1), 0)' if eligible else 'NULL'},
+               total(CASE WHEN kind = 'tell' THEN reward END),
+               count(CASE WHEN kind = 'tell' THEN reward END)
+        FROM allocations WHERE run_id = :r GROUP BY t""", {"k": k, "r": run_id})
+    mean: list[float | None] = [None] * k
+    for t, _, _, _, total, n in stats:
+        mean[t] = total / n if n else None
     last = store.one("SELECT summary_json FROM allocations WHERE run_id = ? AND summary_json "
                      "IS NOT NULL ORDER BY seq DESC LIMIT 1", (run_id,))
     summary: Any = None
@@ -171,65 +186,22 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
             summary = json.loads(last[0])
         except ValueError:
             summary = last[0]
-    choice = None if eligible == "NULL" else int(sum(1 for v, a in zip(cols[5], is_ask.tolist(),
-                                                                        strict=True) if a and v))
     return {"x": keep.tolist(), "per_arm": per_arm[:, keep].tolist(), "summary": summary,
-            "events": len(events), "asks": int(is_ask.sum()), "asks_with_choice": choice,
-            "thinned": bool(keep.size < arm.size + 1),
-            "mean_reward": [float(t / c) if c else None for t, c in zip(total, n, strict=True)]}
+            "events": sum(r[1] for r in stats), "asks": sum(r[2] for r in stats),
+            "asks_with_choice": sum(r[3] for r in stats) if eligible else None,
+            "thinned": bool(keep.size < arm.size + 1), "mean_reward": mean}
 
 
-def _programs(store: ReadOnlyStore, run_id: str) -> list[Any]:
-    """The run's programs as :class:`sqlite3.Row` (read by name; no dict per row)."""
-    return store.query("""
-        SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
-               score, valid, coalesce(error != '', 0) AS has_error
-        FROM programs WHERE run_id = ? ORDER BY coalesce(seq, -1), program_id""", (run_id,))
-
-
-def lineage(programs: list[Any], parents: set[Any],
-            call_of: dict[int, int]) -> list[dict[str, Any]]:
-    """Accepted programs and their ancestors (the tree of the run's progress).
-
-    Accepted = used as a parent by some call (``parents``), or the best of its
-    trajectory; every ancestor of an accepted program is shown too so the tree is
-    connected.  ``call_of``: call id -> call index.
-    """
-    by_id = {p["program_id"]: p for p in programs}
-    keep = {pid for pid in parents if pid in by_id}
-    best: dict[Any, Any] = {}
-    for p in programs:
-        if p["is_initial"]:
-            keep.add(p["program_id"])
-            continue
-        b = best.get(p["trajectory"])
-        if p["valid"] and (b is None or p["score"] > b["score"]):
-            best[p["trajectory"]] = p
-    keep |= {p["program_id"] for p in best.values()}
-    for pid in list(keep):
-        seen = set()
-        while pid is not None and pid in by_id and pid not in seen:
-            seen.add(pid)
-            keep.add(pid)
-            pid = by_id[pid]["parent_id"]
-    return [{"id": p["program_id"], "parent": p["parent_id"], "score": p["score"],
-             "valid": bool(p["valid"]), "trajectory": p["trajectory"],
-             "generation": p["generation"], "initial": bool(p["is_initial"]),
-             "call_index": call_of.get(p["call_id"]), "parent_of_calls": p["program_id"] in parents}
-            for p in programs if p["program_id"] in keep]
-
-
-def _eval_totals(store: ReadOnlyStore, run_id: str) -> dict[str, Any]:
+def _eval_totals(store: ReadOnlyStore, run_id: str, programs: Programs) -> dict[str, Any]:
     """A text task's evaluation cost (issue 15): answering calls sent, cache hits, FLOPs
     and tokens; zeros for program tasks and stores older than schema version 5."""
     if not store.has("eval_calls"):
         return {"eval_calls": 0, "eval_cache_hits": 0, "eval_flops": 0.0, "eval_tokens": 0}
-    cost = store.one("SELECT coalesce(sum(eval_flops), 0), coalesce(sum(eval_tokens), 0) "
-                     "FROM programs WHERE run_id = ?", (run_id,))
     calls = store.one("SELECT coalesce(sum(cache_hit = 0), 0), coalesce(sum(cache_hit), 0) "
                       "FROM eval_calls WHERE run_id = ?", (run_id,))
-    return {"eval_calls": calls[0], "eval_cache_hits": calls[1], "eval_flops": cost[0],
-            "eval_tokens": cost[1]}
+    return {"eval_calls": calls[0], "eval_cache_hits": calls[1],  # type: ignore[index]
+            "eval_flops": float(np.nansum(programs.cols["eval_flops"])),
+            "eval_tokens": int(np.nansum(programs.cols["eval_tokens"]))}
 
 
 def _trajectories(store: ReadOnlyStore, run_id: str, calls: dict[str, np.ndarray],
@@ -248,18 +220,40 @@ def _trajectories(store: ReadOnlyStore, run_id: str, calls: dict[str, np.ndarray
     return rows
 
 
+def run_mark(store: ReadOnlyStore, run_id: str) -> tuple[Any, ...]:
+    """A value that changes whenever anything the run page shows of ``run_id`` does.
+
+    Why: the dashboard keeps a run's page until this changes, instead of until *any*
+    commit to the store -- in a sweep's store other runs commit all the time, and a
+    20,000-call run's page costs ~200 ms of CPU to rebuild.  Per the store's contract
+    (no rewriting) the run's rows change only by insertion (counts and largest ``seq``)
+    and by these updates: the run row itself, a call finishing or being lost
+    (``completed_at`` set), a text reply told (``told_seq``) and the pull counters.
+    Costs one pass over the run's calls' ``completed_at``, no row materialised.
+    """
+    told = ", total(told_seq)" if store.has("calls", "told_seq") else ""
+    parts: list[Any] = [store.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))]
+    for sql in (f"SELECT count(*), max(seq), total(completed_at){told} FROM calls "
+                "WHERE run_id = ?",
+                "SELECT count(*), max(seq) FROM programs WHERE run_id = ?",
+                "SELECT count(*), max(seq) FROM allocations WHERE run_id = ?",
+                "SELECT count(*), total(pulls) FROM trajectories WHERE run_id = ?"):
+        parts.append(store.one(sql, (run_id,)))
+    if store.has("solutions"):
+        parts.append(store.one("SELECT count(*) FROM solutions WHERE run_id = ?", (run_id,)))
+    return tuple(None if r is None else tuple(r) for r in parts)
+
+
 def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     """Everything the run page draws (module doc), or None for an unknown run."""
     run = run_header(store, run_id)
     if run is None:
         return None
     arms = int(run["arms"] or 1)
-    calls = _scan(store, run_id)
-    programs = _programs(store, run_id)
-    initial = next((p for p in programs if p["is_initial"]), None)
+    programs = Programs(store, run_id)
+    calls = _scan(store, run_id, programs)
+    initial, best = programs.initial, programs.best
     start = None if initial is None else initial["score"]
-    best = max(programs, key=lambda p: (p["score"], p["is_initial"], -(p["seq"] or 0)),
-               default=None)
     parent = calls["parent_id"]
     parents = set(parent[~np.isnan(parent)].astype(np.int64).tolist())
     call_of = dict(zip(calls["call_id"].tolist(), calls["call_index"].tolist(), strict=True))
@@ -282,11 +276,10 @@ def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
         "best_score": None if best is None else best["score"],
         "best_program_id": None if best is None else best["program_id"],
         "initial_score": start,
-        **_eval_totals(store, run_id),
+        **_eval_totals(store, run_id, programs),
     }
     first = Page()
-    keys = ([p["program_id"] for p in programs if p["has_error"]],
-            calls["call_index"][calls["has_error"]].tolist())
+    keys = (programs.errors(), calls["call_index"][calls["has_error"]].tolist())
     return {
         "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
         "progress": progress(calls, start, arms), "scatter": scatter(calls),
