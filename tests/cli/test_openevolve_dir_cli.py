@@ -205,9 +205,9 @@ def test_resume_refuses_a_changed_directory(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and "--allow-task-change" in err
         assert store.read_bytes() == before and len(srv.requests) == sent
         evaluator.write_bytes(original)  # the same files again: the resume goes on
-        assert main(["run", "--resume", "r", "--store", str(store), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["calls_completed"] == 3 and summary["task_changes"] == 0
+        result = basevolve.resume("r", store=store, progress=False)  # (the Python API)
+    assert result.calls_completed == 3 and result.summary["task_changes"] == 0
+    assert result.resumed and result.task == "task"  # named after the copied directory
 
 
 def test_sweep_and_analyze_a_task_directory(tmp_path, capsys):
