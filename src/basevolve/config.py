@@ -22,6 +22,16 @@ PULL_MODES = ("call", "generation")
 #: an SQLite integer overflow after the run row was written.  The paper uses C = 512.
 MAX_BUDGET = 1_000_000
 MAX_SEED = 2**63 - 1
+#: ``--request-timeout`` / ``--call-timeout`` defaults for an OpenAI-compatible endpoint
+#: (issue 22, item 18).  Why these: a vLLM server streams nothing until a reply is done,
+#: so a request's wait is its whole generation; 300 s covers the default 4,096-token cap
+#: at 14 tokens/s per request under load (a stalled server was held 600 s per attempt
+#: before), and 900 s lets a call retry a timed-out request twice (it was 1,800 s).  The
+#: embedded model keeps the client's own, longer limits (a CPU model can take minutes
+#: per reply).
+DEFAULT_REQUEST_TIMEOUT_S = 300.0
+DEFAULT_CALL_TIMEOUT_S = 900.0
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
 REWARDS = ("best", "improvement")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 
@@ -157,6 +167,8 @@ class RunConfig:
     top_p: float = 0.95
     count_failed_attempts: bool = False
     charge_unanswered: str = "worst"  # FLOPs of sent-but-unanswered attempts (llm/flops.py)
+    request_timeout: float | None = None  # --request-timeout: s per HTTP request (attempt)
+    call_timeout: float | None = None  # --call-timeout: s per call, retries included
     allocator_params: dict[str, Any] = field(default_factory=dict)
     protocol_params: dict[str, Any] = field(default_factory=dict)
     arm_in_flight: int | None = None
@@ -204,6 +216,7 @@ class RunConfig:
         if self.charge_unanswered not in CHARGE_UNANSWERED:
             raise ConfigError(f"--charge-unanswered must be one of "
                               f"{', '.join(CHARGE_UNANSWERED)}, got {self.charge_unanswered!r}")
+        self._check_timeouts()
         if self.reward not in REWARDS:
             raise ConfigError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
         if self.cap is not None and self.cap < 1:
@@ -237,6 +250,29 @@ class RunConfig:
         check_run_id(self.run_id)
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
+
+    def _check_timeouts(self) -> None:
+        for flag, value in (("--request-timeout", self.request_timeout),
+                            ("--call-timeout", self.call_timeout)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not 0 < value <= MAX_TIMEOUT_S):
+                raise ConfigError(f"{flag} must be a number of seconds > 0 and at most "
+                                  f"{MAX_TIMEOUT_S:g} (a week), got {value!r}")
+
+    def llm_timeouts(self, http: bool | None = None) -> dict[str, float]:
+        """``LLMSettings`` fields for the run's timeouts: ``attempt_timeout_s`` (one HTTP
+        request, ``--request-timeout``) and ``call_deadline_s`` (the whole call with its
+        retries and backoff, ``--call-timeout``).
+
+        ``http``: whether the client talks to an endpoint (default: the run's own,
+        ``base_url`` given).  An endpoint gets :data:`DEFAULT_REQUEST_TIMEOUT_S` /
+        :data:`DEFAULT_CALL_TIMEOUT_S` unless set; the embedded model only what was set.
+        """
+        http = self.base_url is not None if http is None else http
+        request = self.request_timeout or (DEFAULT_REQUEST_TIMEOUT_S if http else None)
+        call = self.call_timeout or (DEFAULT_CALL_TIMEOUT_S if http else None)
+        out = {"attempt_timeout_s": request, "call_deadline_s": call}
+        return {k: float(v) for k, v in out.items() if v is not None}
 
     def _check_cost_budget(self) -> None:
         if self.budget_flops is not None and self.budget_tokens is not None:

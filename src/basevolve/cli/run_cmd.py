@@ -23,6 +23,8 @@ DEFAULT_STORE = "basevolve.sqlite"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from basevolve.config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_REQUEST_TIMEOUT_S
+
     p = sub.add_parser("run", help="run one fixed-budget evolution (or --resume one)",
                        description="Spend exactly --budget LLM calls evolving programs for a task.")
     p.add_argument("--task", help="task name (see `basevolve tasks`), a task file or an "
@@ -48,6 +50,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
     p.add_argument("--max-tokens", type=int,
                    help=f"completion token cap per call (default: {LLMSettings().max_tokens})")
+    p.add_argument("--request-timeout", type=float, metavar="SECONDS",
+                   help="seconds one HTTP request may wait for its reply before it is "
+                        "abandoned and retried (default: "
+                        f"{DEFAULT_REQUEST_TIMEOUT_S:g} with --base-url; the embedded model: "
+                        f"{LLMSettings().attempt_timeout_s:g}); raise it for long replies "
+                        "(large --max-tokens, thinking models)")
+    p.add_argument("--call-timeout", type=float, metavar="SECONDS",
+                   help="seconds one LLM call may take, retries and waits included, before "
+                        f"it fails (default: {DEFAULT_CALL_TIMEOUT_S:g} with --base-url; the "
+                        f"embedded model: {LLMSettings().call_deadline_s:g}); a failed call "
+                        "is asked again, charged per --count-failed-attempts")
     p.add_argument("--task-param", action="append", metavar="KEY=VALUE", default=None,
                    help="a declared parameter of the task (repeatable), e.g. "
                         "dataset=qa.jsonl limit=40 for prompt_optimization (`basevolve tasks "
@@ -131,6 +144,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         task=task, **budget, model=args.model or "embedded",
         base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
+        request_timeout=args.request_timeout, call_timeout=args.call_timeout,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
@@ -196,7 +210,8 @@ def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
 
 #: Flags that define a run; with --resume they come from the stored config instead.
 RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "breadth", "model", "base_url", "params", "seed",
-                "run_id", "max_in_flight", "max_tokens", "protocol", "allocator", "arms",
+                "run_id", "max_in_flight", "max_tokens", "request_timeout", "call_timeout",
+                "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls")
 

@@ -49,7 +49,8 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     s = LLMSettings(count_failed_attempts=cfg.count_failed_attempts,
-                    no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered])
+                    no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered],
+                    **cfg.llm_timeouts())  # --request-timeout / --call-timeout
     if cfg.max_tokens is not None:
         s = dataclasses.replace(s, max_tokens=cfg.max_tokens)
     if cfg.count_failed_attempts or cfg.budget_kind != "calls":

@@ -205,7 +205,11 @@ def answer_setup(task: Any, cfg: Any, run_client: Any, *, probe: bool = True,
             "--task-param answer_params="))
     if model == cfg.model and base_url == cfg.base_url and params in (None, cfg.params):
         return AnswerSetup(run_client, False)
-    client = make_client(model, base_url, params=params)
+    from basevolve.llm.settings import LLMSettings
+
+    # the run's --request-timeout / --call-timeout hold for an answering endpoint too
+    client = make_client(model, base_url, params=params,
+                         settings=LLMSettings(**cfg.llm_timeouts(http=base_url is not None)))
     if base_url is not None:
         if probe:
             from basevolve.engine.endpoints import probe_endpoint

@@ -32,7 +32,8 @@ a product; a scalar (or a table, for the ``*_params`` keys) is one value.
 Identity: each expanded run gets the id ``task-model-method-C{C}-T{T}-s{seed}-HASH``
 where HASH covers exactly the keys the file gives for that run (``base_url`` excepted:
 it says *where* the model is served, not *what* runs, so a server may move between
-sessions of one sweep).  Re-expanding the same file therefore names the same runs, and
+sessions of one sweep; likewise ``request_timeout`` and ``call_timeout``, which say how
+long to wait for it).  Re-expanding the same file therefore names the same runs, and
 the sweep resumes them by id.
 """
 
@@ -70,7 +71,7 @@ SWEEP_KEYS = ("name", "thresholds", "endpoint_limit", "sandbox_workers", "resamp
 ENDPOINT_KEYS = ("base_url", "limit")
 TOP_KEYS = ("sweep", "endpoints", "defaults", "grid")
 #: Keys left out of a run's identity hash (see the module docstring).
-NOT_IDENTITY = ("base_url",)
+NOT_IDENTITY = ("base_url", "request_timeout", "call_timeout")
 
 
 @dataclass(frozen=True)
