@@ -4,7 +4,9 @@ Each sub-command lives in its own module under :mod:`basevolve.cli` and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (a callable taking the
 parsed namespace and returning an exit code).  ``main`` turns every
 :class:`~basevolve.errors.BasevolveError` into one line on stderr and a non-zero exit
-(2 for user mistakes) without a traceback; argparse usage errors also exit 2.
+(2 for user mistakes) without a traceback; argparse usage errors also exit 2.  So does
+a store SQLite cannot read or write (damaged, disk full, locked:
+:mod:`basevolve.store.failures`) and a disk that filled up while writing any file.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -76,6 +79,14 @@ def main(argv: Sequence[str] | None = None, *,
     except BasevolveError as exc:
         print(f"basevolve: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (sqlite3.Error, OSError) as exc:
+        from basevolve.store.failures import NO_SPACE, store_failure
+
+        if isinstance(exc, OSError) and exc.errno not in NO_SPACE:
+            raise  # only "no space" is explained here; other OS errors are bugs to see
+        error = store_failure(exc, getattr(args, "store", None))
+        print(f"basevolve: error: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("basevolve: interrupted", file=sys.stderr)
         return 130

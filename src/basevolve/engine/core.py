@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
@@ -99,6 +100,7 @@ from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Child, Proposal
 from basevolve.records import Completion, Evaluation
 from basevolve.store import RunStore
+from basevolve.store.failures import NO_SPACE, kind_of, store_failure
 from basevolve.tasks.base import Task
 
 #: A call the engine is about to send: (proposal, pull, reissue_of[, call_index, seq]); the
@@ -194,7 +196,14 @@ class Engine:
             for t in (*self.llm, *self.evals):
                 t.cancel()
             status = "interrupted" if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError) else "failed"
-            self.store.set_status(self.run_id, status, f"{type(exc).__name__}: {exc}")
+            try:
+                self.store.set_status(self.run_id, status, f"{type(exc).__name__}: {exc}")
+            except sqlite3.Error:  # e.g. the disk is still full: the run stays "running",
+                pass               # which --resume treats as a crash; keep the first error
+            if (isinstance(exc, OSError) and exc.errno in NO_SPACE) or (
+                    isinstance(exc, sqlite3.Error) and kind_of(exc) in ("full", "io")):
+                # a full disk (issue 22, item 9): one line naming the file and the resume
+                raise store_failure(exc, self.store.path, run_id=self.run_id) from None
             raise
         self.store.set_status(self.run_id, "finished")
 

@@ -88,7 +88,8 @@ class RunStore:
             yield self.db
             self.db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise StoreError(f"store refused a duplicate or inconsistent row: {exc}") from None
         except BaseException:
             if self.db.in_transaction:
@@ -235,7 +236,8 @@ class RunStore:
                 self.db.execute(sql, params)
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite itself rolled back a COMMIT the full
+                self.db.execute("ROLLBACK")  # disk refused (issue 22, item 9)
             raise
 
     def mark_told(self, call_id: int, seq: int) -> None:
