@@ -29,8 +29,6 @@ def _storable(record: Any, *fields: str) -> None:
                 object.__setattr__(record, name, clean)
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token usage of one LLM attempt, as the server reports it (OpenAI ``usage``).
@@ -63,6 +61,11 @@ class AttemptStatus(StrEnum):
     DEADLINE = "deadline"  # the overall per-call deadline cut the attempt
 
 
+#: How ``Attempt.error`` starts when the server's usage was impossible and refused
+#: (:mod:`basevolve.llm.usage`); the run summary counts such attempts (``usage_impossible``).
+IMPOSSIBLE_USAGE = "impossible usage"
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One HTTP (or in-process) attempt of an LLM call; retries produce several."""
@@ -73,6 +76,9 @@ class Attempt:
     usage: Usage | None = None  # None when the server returned no usage
     error: str | None = None
     http_status: int | None = None
+    # bytes of the reply text (content + reasoning) an answered attempt carried: a floor
+    # on the tokens it is charged when its usage is missing or impossible (llm/usage.py)
+    reply_bytes: int = 0
 
     def __post_init__(self) -> None:
         _storable(self, "error")

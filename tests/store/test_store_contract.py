@@ -116,7 +116,7 @@ def test_call_finishes_once_and_pending_becomes_lost(tmp_path):
     totals = store.totals("r")
     assert totals == {"calls_completed": 1, "calls_lost": 1, "prompt_tokens": 10,
                       "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9,
-                      "flops_unmeasured": 0.0,
+                      "flops_unmeasured": 0.0, "usage_impossible": 0,
                       "bandit_decisions": 0, "decisions_with_choice": None,
                       # a program task makes no evaluation calls (issue 15)
                       "eval_calls": 0, "eval_cache_hits": 0, "eval_flops": 0.0, "eval_tokens": 0}

@@ -181,6 +181,8 @@ def summary_table(s: dict[str, Any]) -> str:
          f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
         ("effective FLOPs", f"{s['flops']:.4g}"),
         ("  of which unmeasured", f"{s.get('flops_unmeasured', 0.0):.4g}"),
+        *([("  attempts with impossible usage", str(s["usage_impossible"]))]
+          if s.get("usage_impossible") else []),
         *_eval_rows(s),
         ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
         ("store", s["store"]),

@@ -74,6 +74,7 @@ def runs_command(args: argparse.Namespace) -> int:
                          "calls_completed": totals["calls_completed"],
                          "calls_lost": totals["calls_lost"], "best_score": best,
                          "flops": totals["flops"],
+                         "usage_impossible": totals["usage_impossible"],
                          "decisions_with_choice": totals["decisions_with_choice"],
                          **{k: totals[k] for k in ("eval_calls", "eval_cache_hits",
                                                    "eval_flops", "eval_tokens")}})

@@ -87,6 +87,8 @@ class Reply:
     text: str
     finish_reason: str | None
     usage: Usage | None
+    reply_bytes: int = 0  # bytes of the reply text (content + reasoning): a charge floor
+    usage_error: str | None = None  # why the server's usage was refused (llm/usage.py)
 
 
 class AttemptFailure(Exception):
@@ -101,6 +103,7 @@ class AttemptFailure(Exception):
         http_status: int | None = None,
         retry_after_s: float | None = None,
         usage: Usage | None = None,
+        usage_error: str | None = None,
     ) -> None:
         super().__init__(error)
         self.status = status
@@ -109,6 +112,7 @@ class AttemptFailure(Exception):
         self.http_status = http_status
         self.retry_after_s = retry_after_s
         self.usage = usage
+        self.usage_error = usage_error
 
 
 class RetryingClient:
@@ -220,12 +224,15 @@ class RetryingClient:
                         usage=reply.usage or Usage(),
                         latency_s=time.monotonic() - start,
                         attempts=(*attempts, Attempt(index, AttemptStatus.OK, latency,
-                                                     reply.usage)),
+                                                     reply.usage, reply.usage_error,
+                                                     reply_bytes=reply.reply_bytes)),
                         model=self._spec.served_id,
                     )
                     for reply in replies
                 ]
             error = self._redact(failure.error)[:500]
+            if failure.usage_error:  # first, so the summary can count it (llm/usage.py)
+                error = f"{failure.usage_error}; {error}"[:500]
             attempts.append(
                 Attempt(
                     index,

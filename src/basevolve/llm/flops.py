@@ -18,7 +18,11 @@ stated :class:`NoUsagePolicy` (``basevolve run --charge-unanswered worst|none``)
 * ``EXCLUDE`` (``none``): charge nothing (an optimistic lower bound).
 
 Such charged-but-unmeasured FLOPs are reported separately (``flops_unmeasured`` in the
-run summary), so a reader sees how much of a total is an estimate.
+run summary), so a reader sees how much of a total is an estimate.  An attempt whose
+usage was impossible (negative, absurd, fewer tokens than its bytes) counts as one that
+reported none (:mod:`basevolve.llm.usage`), and an answered attempt is never charged
+fewer completion tokens than its reply's bytes imply (``Attempt.reply_bytes``), under
+either policy.
 
 Pure functions: no I/O, hand-checkable (tests/llm/test_flops.py).
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
+from basevolve.llm.usage import implied_tokens
 from basevolve.records import Attempt, AttemptStatus, Completion, Usage
 
 
@@ -58,13 +63,9 @@ def attempt_flops(
     prompt_tokens_hint: int = 0,
 ) -> float:
     """FLOPs of one attempt; ``prompt_tokens_hint`` sizes the worst case of a usage-less one."""
-    if attempt.usage is not None:
-        return usage_flops(attempt.usage, active_params)
-    if attempt.status is AttemptStatus.NOT_SENT:
-        return 0.0
-    if NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
-        return 0.0
-    return 2.0 * float(active_params) * float(max(prompt_tokens_hint, 0) + max(max_tokens, 0))
+    return 2.0 * float(active_params) * float(attempt_tokens(
+        attempt, max_tokens=max_tokens, no_usage=no_usage, prompt_tokens_hint=prompt_tokens_hint,
+        uncached=True))
 
 
 def attempt_tokens(
@@ -73,15 +74,23 @@ def attempt_tokens(
     max_tokens: int,
     no_usage: NoUsagePolicy = NoUsagePolicy.WORST_CASE,
     prompt_tokens_hint: int = 0,
+    uncached: bool = False,
 ) -> int:
     """Tokens one attempt processed, for ``--budget-tokens``: prompt (cached included:
-    they were sent) + completion; a usage-less attempt is charged as :func:`attempt_flops`
-    charges it (0 when never sent or under ``EXCLUDE``, else prompt hint + ``max_tokens``)."""
-    if attempt.usage is not None:
-        return int(attempt.usage.prompt_tokens + attempt.usage.completion_tokens)
-    if attempt.status is AttemptStatus.NOT_SENT or NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
+    they were sent) + completion; ``uncached``: cached prompt tokens left out (what
+    :func:`attempt_flops` charges).  A usage-less attempt: 0 when never sent, else the
+    completion tokens its reply's bytes imply (``EXCLUDE``), or prompt hint +
+    ``max_tokens`` (at least the implied tokens; ``WORST_CASE``)."""
+    usage = attempt.usage
+    if usage is not None:
+        cached = min(max(usage.cached_tokens, 0), usage.prompt_tokens) if uncached else 0
+        return int(usage.prompt_tokens - cached + usage.completion_tokens)
+    if attempt.status is AttemptStatus.NOT_SENT:
         return 0
-    return max(prompt_tokens_hint, 0) + max(max_tokens, 0)
+    floor = implied_tokens(attempt.reply_bytes)
+    if NoUsagePolicy(no_usage) is NoUsagePolicy.EXCLUDE:
+        return floor
+    return max(prompt_tokens_hint, 0) + max(max_tokens, floor, 0)
 
 
 def _prompt_hint(attempts: Iterable[Attempt]) -> int:

@@ -7,7 +7,10 @@ request goes through the SDK's generic ``post`` (its typed ``create`` spends ~1 
 event-loop CPU per call transforming the messages; see ``_attempt``) and the reply
 body is parsed here from the raw text rather than by the SDK, because the fields
 FLOPs need (``usage.prompt_tokens_details.cached_tokens``) and the failure modes we
-must classify (non-JSON body, empty ``choices``) vary between servers.
+must classify (non-JSON body, empty ``choices``) vary between servers.  The body is
+read as a stream and refused past :func:`~basevolve.llm.usage.reply_cap` bytes, and its
+``usage`` is checked by :func:`~basevolve.llm.usage.read_usage` (issue 22, items 3-4):
+a server can neither flood the store nor undercharge a budget.
 
 The API key is read from an environment variable at construction, handed to the SDK
 and nowhere else: it is not an attribute of this object's ``repr``, never enters an
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from typing import Any
 from urllib.parse import urlparse
 
@@ -28,6 +32,7 @@ from basevolve.errors import ConfigError, LLMError
 from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
 from basevolve.llm.catalog import ModelSpec
 from basevolve.llm.settings import LLMSettings
+from basevolve.llm.usage import read_usage, reply_cap, text_limit
 from basevolve.records import AttemptStatus, Usage
 
 # Statuses a retry can fix (the SDK's own retry set plus every 5xx).
@@ -66,46 +71,48 @@ def validate_base_url(base_url: str) -> str:
     return url.rstrip("/")
 
 
-def parse_usage(data: Any) -> Usage | None:
-    """vLLM-style ``usage`` -> Usage; None when absent or not numeric."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        details = data.get("prompt_tokens_details") or {}
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        return Usage(
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            cached_tokens=int(cached or 0),
-            completion_tokens=int(data.get("completion_tokens") or 0),
-        )
-    except (TypeError, ValueError):
-        return None
+def parse_usage(data: Any, reply_bytes: int = 0) -> Usage | None:
+    """vLLM-style ``usage`` -> Usage; None when absent or impossible
+    (:func:`basevolve.llm.usage.read_usage` says why)."""
+    return read_usage(data, reply_bytes)[0]
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate counts 3 bytes
 
 
 def parse_chat_body(text: str) -> Reply:
     """Parse a chat-completion body; raise AttemptFailure for bad or empty ones."""
     try:
         body = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise AttemptFailure(AttemptStatus.BAD_BODY, f"unparseable body: {exc}") from None
     if not isinstance(body, dict):
         raise AttemptFailure(AttemptStatus.BAD_BODY, "body is not a JSON object")
-    usage = parse_usage(body.get("usage"))
+    usage, why = read_usage(body.get("usage"))  # a failed attempt carries no reply text
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise AttemptFailure(AttemptStatus.EMPTY_CHOICES, "reply has no choices", usage=usage)
+        raise AttemptFailure(AttemptStatus.EMPTY_CHOICES, "reply has no choices", usage=usage,
+                             usage_error=why)
     message = choices[0].get("message")
     if not isinstance(message, dict):
-        raise AttemptFailure(AttemptStatus.BAD_BODY, "first choice has no message", usage=usage)
+        raise AttemptFailure(AttemptStatus.BAD_BODY, "first choice has no message", usage=usage,
+                             usage_error=why)
     content = message.get("content")
     if content is not None and not isinstance(content, str):
-        raise AttemptFailure(AttemptStatus.BAD_BODY, "message content is not text", usage=usage)
+        raise AttemptFailure(AttemptStatus.BAD_BODY, "message content is not text", usage=usage,
+                             usage_error=why)
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     text = content or ""
+    size = _utf8_len(text)
     if isinstance(reasoning, str) and reasoning:
         # vLLM's reasoning parser splits thinking out; keep it in raw_text as Qwen3 emits it.
         text = f"<think>{reasoning}</think>{text}"
-    return Reply(text, choices[0].get("finish_reason"), usage)
+        size += _utf8_len(reasoning)
+    usage, why = read_usage(body.get("usage"), size)  # the bytes floor the charge
+    finish = choices[0].get("finish_reason")
+    return Reply(text, finish[:64] if isinstance(finish, str) else None, usage,
+                 reply_bytes=size, usage_error=why)
 
 
 # The HTTP client's errors raised while *opening* the connection (refused, DNS failure,
@@ -122,6 +129,45 @@ def never_sent(cause: BaseException) -> bool:
     been computed and is charged by ``--charge-unanswered``.
     """
     return any(k.__name__ in _CONNECT_ERRORS for k in type(cause).__mro__)
+
+
+def _http_library() -> Any:
+    """The SDK's HTTP library module: ``httpx``, or its fork ``httpx2`` in newer SDKs.
+
+    Why not import it: it is the SDK's dependency, not ours (see :func:`never_sent`); the
+    SDK's default client class names the one it uses.
+    """
+    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+        top = cls.__module__.partition(".")[0]
+        if top not in ("openai", "builtins"):
+            return sys.modules[top]
+    raise RuntimeError("cannot tell the openai SDK's HTTP library")  # pragma: no cover
+
+
+async def _read_capped(response: Any, cap: int) -> bytes:
+    """The body of a streamed ``response``, refused (AttemptFailure) past ``cap`` bytes.
+
+    Why streamed: reading first and measuring after held a 50 MB reply in memory (and
+    stored it twice).  Stops reading at the cap; the connection is then closed.
+    """
+    lib = _http_library()
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > cap:
+                raise AttemptFailure(
+                    AttemptStatus.BAD_BODY,
+                    f"reply larger than {cap} bytes refused (max_reply_bytes: by default "
+                    f"16 bytes per --max-tokens token + 64 KiB)")
+            chunks.append(chunk)
+    except lib.TimeoutException as exc:
+        raise AttemptFailure(AttemptStatus.TIMEOUT, f"{type(exc).__name__}: {exc}") from None
+    except lib.TransportError as exc:  # the connection broke mid-body
+        raise AttemptFailure(AttemptStatus.CONNECTION_ERROR,
+                             f"{type(exc).__name__}: {exc}") from None
+    return b"".join(chunks)
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -188,15 +234,21 @@ class OpenAIClient(RetryingClient):
         self._loop = None
 
     async def _attempt(self, payload: dict[str, Any], timeout_s: float) -> Reply:
+        max_tokens = int(payload.get("max_tokens") or self.settings.max_tokens)
+        cap = reply_cap(max_tokens, self.settings.max_reply_bytes)
         try:
             # The SDK's generic ``post`` with ``cast_to=str`` (documented for endpoints
             # without a typed method) returns the body text.  ``chat.completions.create``
             # would first run its TypedDict transform over every message (~1 ms of
             # event-loop CPU per call, serialised across concurrent calls) only to
             # produce the same JSON; we parse the text ourselves anyway (see above).
-            text = await self._sdk().post(
+            # ``stream=True`` with the HTTP library's Response class: the SDK hands the
+            # response over unread, so the body can be refused past the cap.
+            response = await self._sdk().post(
                 "/chat/completions",
-                cast_to=str,
+                cast_to=_http_library().Response,
+                stream=True,
+                stream_cls=None,
                 body={
                     "model": self._spec.served_id,
                     "stream": False,
@@ -217,7 +269,19 @@ class OpenAIClient(RetryingClient):
             raise AttemptFailure(status, f"{type(cause).__name__}: {cause}") from None
         except openai.APIStatusError as exc:
             raise self._status_failure(exc) from None
-        return parse_chat_body(text)
+        try:
+            body = await _read_capped(response, cap)
+        finally:
+            await response.aclose()
+        # invalid UTF-8 becomes U+FFFD here; an escaped lone surrogate in the JSON is made
+        # storable by the Completion record (basevolve.safe_text)
+        reply = parse_chat_body(body.decode("utf-8", "replace"))
+        if reply.reply_bytes > text_limit(max_tokens):
+            raise AttemptFailure(
+                AttemptStatus.BAD_BODY,
+                f"reply text of {reply.reply_bytes} bytes refused: more than max_tokens="
+                f"{max_tokens} tokens can hold (16 bytes each)")
+        return reply
 
     def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
         code = exc.status_code

@@ -49,7 +49,9 @@ class LLMSettings:
     ``chat_template_kwargs.enable_thinking`` (Qwen3; the paper used thinking mode).
     The embedded backend always disables thinking; ``embedded_n_ctx`` is one KV-cache
     pool shared by its ``embedded_n_parallel`` slots (prompt + reply of all calls in
-    flight must fit).
+    flight must fit).  ``max_reply_bytes``: the largest HTTP reply body accepted per
+    attempt; None = ``16 * max_tokens + 64 KiB`` of the request
+    (:func:`basevolve.llm.usage.reply_cap`; a larger body fails the attempt unread).
     """
 
     max_retries: int = 4
@@ -64,6 +66,7 @@ class LLMSettings:
     embedded_n_ctx: int = 8192
     embedded_n_parallel: int = 2
     embedded_threads: int = 0  # 0 = os.cpu_count()
+    max_reply_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -82,6 +85,10 @@ class LLMSettings:
             raise ConfigError(f"embedded_n_ctx must be >= 256, got {self.embedded_n_ctx}")
         if self.embedded_n_parallel < 1:
             raise ConfigError(f"embedded_n_parallel must be >= 1, got {self.embedded_n_parallel}")
+        if self.max_reply_bytes is not None and self.max_reply_bytes < 1024:
+            raise ConfigError(f"max_reply_bytes must be >= 1024 (or None for the default "
+                              f"16 bytes per max_tokens token + 64 KiB), got "
+                              f"{self.max_reply_bytes}")
         if self.embedded_threads < 0:
             raise ConfigError(f"embedded_threads must be >= 0, got {self.embedded_threads}")
         object.__setattr__(self, "no_usage", NoUsagePolicy(self.no_usage))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import StoreError
+from basevolve.records import IMPOSSIBLE_USAGE
 from basevolve.safe_text import utf8_safe
 from basevolve.store.connection import TextSafeConnection
 from basevolve.store.decoding import read_leniently
@@ -363,10 +364,17 @@ class RunStore:
         unmeasured = self.db.execute(
             "SELECT coalesce(sum(a.flops), 0) FROM attempts a JOIN calls c USING (call_id) "
             "WHERE c.run_id=? AND a.prompt_tokens IS NULL", (run_id,)).fetchone()[0]
+        # attempts whose reported usage was impossible, refused and charged as unmeasured
+        # (basevolve.llm.usage: their error starts with IMPOSSIBLE_USAGE)
+        impossible = self.db.execute(
+            "SELECT count(*) FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=? "
+            "AND substr(a.error, 1, ?) = ?",
+            (run_id, len(IMPOSSIBLE_USAGE), IMPOSSIBLE_USAGE)).fetchone()[0]
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
                 "completion_tokens": int(r["o"]), "flops": float(flops),
-                "flops_unmeasured": float(unmeasured), **self.decision_quality(run_id),
+                "flops_unmeasured": float(unmeasured), "usage_impossible": int(impossible),
+                **self.decision_quality(run_id),
                 **self.eval_totals(run_id)}
 
     def decision_quality(self, run_id: str) -> dict[str, Any]:
