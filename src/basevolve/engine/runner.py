@@ -25,6 +25,7 @@ from basevolve.engine.core import Engine
 from basevolve.engine.endpoints import load_model, probe_endpoint
 from basevolve.engine.evaluator import start_pool
 from basevolve.engine.evaluators import evaluator_for
+from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
@@ -295,8 +296,10 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         row = store.get_run(run_id)
         assert row is not None  # checked above; runs are never deleted
         cfg = RunConfig.from_dict(json.loads(row["config_json"]))
-        if row["status"] == "finished":
-            return build_summary(store, cfg, None) | {"resumed": False}
+        if row["status"] == "finished":  # outputs a killed process never wrote: now
+            return finished_summary(
+                store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
+                out_dir=out_dir, task=task, notify=notify) | {"resumed": False}
         if task is not None and task.name != cfg.task:
             raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
                               f"given to resume it is named {task.name!r}")
@@ -362,8 +365,10 @@ async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = N
     if row is None:
         raise ConfigError(f"run {run_id!r} is not in {str(store.path)!r}")
     cfg = RunConfig.from_dict(json.loads(row["config_json"]))
-    if row["status"] == "finished":
-        return build_summary(store, cfg, None) | {"resumed": False}
+    if row["status"] == "finished":  # outputs a killed process never wrote: now
+        return await finished_summary_async(
+            store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
+            task=task) | {"resumed": False}
     task = task if task is not None else load_task(cfg.task, cfg.task_params)
     check_resume(run_id, row.get("task_sha256"), task_identity(cfg.task, task),
                  allow_change=False)
