@@ -18,11 +18,19 @@ import pytest
 from basevolve.cli import main
 from basevolve.records import IMPOSSIBLE_USAGE
 from basevolve.testing import LLMTestServer
+from basevolve.testing.llm_server import default_reply
 
 PARAMS = 1e9
 MAX_TOKENS = 200
 PER_CALL = 2 * PARAMS * MAX_TOKENS  # the worst case of an attempt that reported no usage
 LIMIT = 40 * PER_CALL  # the first call must fit its reserved worst case (prompt bound too)
+GUARD = 100  # requests after which the server fails: a run the lie fools ends fast, failed
+
+
+def _guarded(body: dict, index: int) -> str:
+    if index >= GUARD:
+        raise RuntimeError("more calls than the budget pays for")
+    return default_reply(body, index)
 
 
 @pytest.mark.parametrize("lie", [{"completion_tokens": -100_000},
@@ -30,7 +38,7 @@ LIMIT = 40 * PER_CALL  # the first call must fit its reserved worst case (prompt
                                  {"prompt_tokens": 50, "cached_tokens": 10**6}])
 def test_a_flops_budget_holds_against_lying_usage(tmp_path, capsys, lie) -> None:
     db = tmp_path / "lies.sqlite"
-    with LLMTestServer(**lie) as srv:
+    with LLMTestServer(_guarded, **lie) as srv:
         assert main(["run", "--task", "min_max_distance", "--base-url", srv.base_url,
                      "--params", str(PARAMS), "--store", str(db), "--run-id", "lies",
                      "--budget-flops", f"{LIMIT:.0f}", "--max-tokens", str(MAX_TOKENS),
