@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from basevolve.errors import BasevolveError
+from basevolve.terminal import clean, install_clean_logging
 
 # Sub-command modules, in the order they appear in --help.  A module that fails to
 # import (e.g. an optional dependency is missing) is skipped with a note in --help
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None, *,
          modules: Sequence[str] = COMMAND_MODULES) -> int:
     parser = build_parser(modules)
     args = parser.parse_args(argv)
+    install_clean_logging()  # a logged LLM retry quotes the server: printed clean
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
@@ -76,16 +78,16 @@ def main(argv: Sequence[str] | None = None, *,
         return code
     except BrokenPipeError:
         return _reader_went_away()
-    except BasevolveError as exc:
-        print(f"basevolve: error: {exc}", file=sys.stderr)
+    except BasevolveError as exc:  # messages quote outside text: printed clean
+        print(f"basevolve: error: {clean(exc)}", file=sys.stderr)
         return exc.exit_code
     except (sqlite3.Error, OSError) as exc:
-        from basevolve.store.failures import NO_SPACE, store_failure
+        from basevolve.store.failures import NO_SPACE, kind_of, store_failure
 
-        if isinstance(exc, OSError) and exc.errno not in NO_SPACE:
-            raise  # only "no space" is explained here; other OS errors are bugs to see
+        if (isinstance(exc, OSError) and exc.errno not in NO_SPACE) or kind_of(exc) == "other":
+            raise  # only a damaged file, a full disk, a lock... is explained; a bug shows
         error = store_failure(exc, getattr(args, "store", None))
-        print(f"basevolve: error: {error}", file=sys.stderr)
+        print(f"basevolve: error: {clean(error)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("basevolve: interrupted", file=sys.stderr)

@@ -167,5 +167,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(jsonable(a), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        print(_text(a))
+        from basevolve.terminal import clean_lines  # names read from the store
+
+        print(clean_lines(_text(a)))
     return 0 if a["can_advise"] else CANNOT_ADVISE

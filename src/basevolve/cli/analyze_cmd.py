@@ -172,8 +172,10 @@ def run_analyze(args: argparse.Namespace) -> int:
         "display.float_format",
         "{:.4g}".format,
     ):
+        from basevolve.terminal import clean  # task and model names from the store
+
         for key, title in PRINTED:
-            df = result.tables[key]
+            df = result.tables[key].map(lambda v: clean(v) if isinstance(v, str) else v)
             print(f"== {title} ==")
             print(
                 df.to_string(index=False)

@@ -114,11 +114,14 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
+        from basevolve.terminal import clean  # the server's words: printed clean
+
         where = args.base_url or "in-process"
-        print(f"model       {result['model']} ({result['served_id']}) via {where}")
+        print(f"model       {clean(result['model'])} ({clean(result['served_id'])}) via "
+              f"{clean(where)}")
         print(f"status      {'ok' if result['ok'] else 'FAILED'} ({result['attempts']} attempt(s))")
         if result["error"]:
-            print(f"error       {result['error']}")
+            print(f"error       {clean(result['error'])}")
         print(f"latency     {result['latency_s']:.3f} s")
         print(
             f"tokens      prompt {result['prompt_tokens']} (cached {result['cached_tokens']}), "

@@ -26,6 +26,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from basevolve.terminal import clean
+
 
 def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
     """One line of progress from an engine snapshot; ``elapsed_s`` is the display's clock."""
@@ -37,7 +39,7 @@ def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
     if s.get("budget_kind") in ("flops", "tokens"):  # a cost budget: spent / limit
         calls = (f"calls {s['calls_completed']}  {s['budget_kind']} "
                  f"{s['budget_spent']:.3g}/{s['budget_limit']:.3g}")
-    return (f"[{s['run_id']}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
+    return (f"[{clean(s['run_id'])}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
             f"{calls}  best {best_text}  valid {rate}  FLOPs {s['flops']:.3g}")
 
 
@@ -135,9 +137,12 @@ def make_progress(stream: IO[str] | None = None) -> RichProgress | PlainProgress
 
 
 def say(message: str, stream: IO[str] | None = None) -> None:
-    """One status line ("loading the embedded model …") on stderr, flushed at once."""
+    """One status line ("loading the embedded model …") on stderr, flushed at once.
+
+    The message may quote a program's error or a model id: it is printed
+    :func:`~basevolve.terminal.clean` (one line, no terminal control codes)."""
     out = stream or sys.stderr
-    out.write(f"basevolve: {message}\n")
+    out.write(f"basevolve: {clean(message)}\n")
     out.flush()
 
 

@@ -75,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     left = f" ({logged.left_out} runs with N > 1 left out)" if logged.left_out else ""
-    print(f"offline BaSE replay: task {args.task}, model {model or '?'}, K={args.arms}, "
+    from basevolve.terminal import clean  # the model id is read from the store
+
+    print(f"offline BaSE replay: task {clean(args.task)}, model {clean(model or '?')}, "
+          f"K={args.arms}, "
           f"C={args.budget}, R={args.repeats}, {len(run_ids)} logged N=1 runs{left}")
     marks = sorted({args.arms, args.budget // 4, args.budget // 2, args.budget} - {0})
     head = "  ".join(f"@{m:<6d}" for m in marks)

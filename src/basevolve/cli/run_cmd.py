@@ -188,7 +188,9 @@ def summary_table(s: dict[str, Any]) -> str:
         ("store", s["store"]),
     ]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    from basevolve.terminal import clean  # model ids, task names: text from outside
+
+    return "\n".join(f"{k:<{width}}  {clean(v)}" for k, v in rows)
 
 
 def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:

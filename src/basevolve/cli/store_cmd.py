@@ -96,7 +96,9 @@ def _cell(row: dict[str, Any], column: str) -> str:
         return f"{row['budget_flops'] or row['budget_tokens']:.3g} {unit}"
     if value is None:
         return "-"
-    return f"{value:.6f}" if isinstance(value, float) else str(value)
+    from basevolve.terminal import clean  # a task name or run id from outside
+
+    return f"{value:.6f}" if isinstance(value, float) else clean(value)
 
 
 def export_command(args: argparse.Namespace) -> int:

@@ -81,7 +81,10 @@ def _run(args: argparse.Namespace) -> int:
     print(render_reliability(rows, args.store))
     failed = {rid: o for rid, o in result.outcomes.items() if o["status"] != "finished"}
     if failed:
-        shown = "; ".join(f"{rid}: {o.get('error')}" for rid, o in list(failed.items())[:5])
+        from basevolve.terminal import clean  # a run's error quotes a server or a program
+
+        shown = "; ".join(f"{rid}: {clean(o.get('error'))}"
+                          for rid, o in list(failed.items())[:5])
         print(f"basevolve: {len(failed)} run(s) did not finish ({shown}); rerun the same "
               "command to resume them", file=sys.stderr)
     if args.json:

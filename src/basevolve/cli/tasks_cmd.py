@@ -146,6 +146,7 @@ def _show(spec: str, as_json: bool) -> int:
     if as_json:
         print(json.dumps(d))
         return 0
+    d = _printable(d)  # a task file's name, description and texts are outside text
     print(f"task            {d['name']} ({d['source']})")
     if d["description"]:
         print(f"description     {d['description']}")
@@ -175,6 +176,20 @@ def _show(spec: str, as_json: bool) -> int:
     print("\n--- initial " + ("template" if d["artifact"] == "text" else "program") + " ---")
     print(d["initial_program"].rstrip())
     return 0
+
+
+def _printable(value: Any, key: str = "") -> Any:
+    """``value`` with every string made safe for the terminal (:mod:`basevolve.terminal`);
+    the system message and the initial program keep their line breaks."""
+    from basevolve.terminal import clean, clean_lines
+
+    if isinstance(value, str):
+        return clean_lines(value) if key in ("system_message", "initial_program") else clean(value)
+    if isinstance(value, dict):
+        return {k: _printable(v, k) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable(v) for v in value]
+    return value
 
 
 def _show_directory(d: dict[str, Any]) -> None:
@@ -372,9 +387,12 @@ class _TablePrinter:
         detail = rec["error"] or ", ".join(
             f"{k}={v:.6g}" for k, v in rec["metrics"].items() if v is not None
         )
+        from basevolve.terminal import clean  # the program's own error text
+
+        detail, program = clean(detail), clean(rec["program"])
         print(
             f"{rec['score']:>9.6f}  {'yes' if rec['valid'] else 'no':<5}  {rec['strict_score']:>9.6f}"
-            f"  {rec['seconds']:>6.2f}  {rec['isolation']:<9}  {rec['program']}: {detail}",
+            f"  {rec['seconds']:>6.2f}  {rec['isolation']:<9}  {program}: {detail}",
             flush=True,
         )
         sys.stdout.flush()

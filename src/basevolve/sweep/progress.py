@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any, TextIO
 
 from basevolve.sweep.config import SweepConfig, SweepRun
+from basevolve.terminal import clean
 
 MAX_ROWS = 20  # cells shown live; the final summary lists them all
 
@@ -171,14 +172,18 @@ class SweepProgress:
 
     def _table(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=self.headline(), title_justify="left", expand=False)
+        # Text, not str: rich reads "[...]" in a str as markup, and a cell label holds
+        # model ids and task names (text from outside, printed clean)
+        table = Table(title=Text(clean(self.headline())), title_justify="left", expand=False)
         for col in ("cell", "runs done", "running", "best so far"):
             table.add_column(col, justify="left" if col == "cell" else "right")
         rows = sorted(self.cells(), key=lambda r: (-r["running"], r["done"] == r["runs"]))
         for r in rows[:MAX_ROWS]:
             best = "-" if r["best"] is None else f"{r['best']:.4f}"
-            table.add_row(r["cell"], f"{r['done']}/{r['runs']}", str(r["running"]), best)
+            table.add_row(Text(clean(r["cell"])), f"{r['done']}/{r['runs']}",
+                          str(r["running"]), best)
         if len(rows) > MAX_ROWS:
             table.caption = f"... and {len(rows) - MAX_ROWS} more cells"
         return table
@@ -200,8 +205,10 @@ class SweepProgress:
         self._line(self.headline())
 
     def _line(self, text: str) -> None:
+        """One line (a run's failure quotes its error: printed clean, never as markup)."""
+        text = clean(text)
         if self._live is not None:
-            self._live.console.print(text)
+            self._live.console.print(text, markup=False, highlight=False)
         else:
             self.stream.write(text + "\n")
             self.stream.flush()

@@ -64,7 +64,9 @@ def render_reliability(rows: list[dict[str, Any]], store_path: str) -> str:
         lines.append(line)
     lines.append("")
     lines.append(f"full tables and figures: basevolve report --store {store_path} --out report/")
-    return "\n".join(lines)
+    from basevolve.terminal import clean_lines  # cell labels hold model ids and task names
+
+    return clean_lines("\n".join(lines))
 
 
 __all__ = ["reliability", "render_reliability"]

@@ -102,6 +102,10 @@ def _state(row: dict[str, Any] | None, store_path: str | Path, run_id: str) -> s
 
 
 def render_status(doc: dict[str, Any]) -> str:
+    """The text form of :func:`sweep_status`; names and errors are printed clean
+    (:mod:`basevolve.terminal`): a failed run's error quotes a server or a program."""
+    from basevolve.terminal import clean, clean_lines
+
     r = doc["runs"]
     lines = [
         f"sweep {doc['sweep']} in {doc['store']}: {r['finished']}/{doc['runs_total']} runs "
@@ -118,12 +122,12 @@ def render_status(doc: dict[str, Any]) -> str:
                      f"{c['running']:>7}  {best}")
     failed = [x for x in doc["run_list"] if x["status"] == "failed"]
     for x in failed[:10]:
-        lines.append(f"failed: {x['run_id']}: {x['error']}")
+        lines.append(f"failed: {clean(x['run_id'])}: {clean(x['error'])}")
     if not doc["complete"]:
         lines.append("")
         lines.append("rerun the same `basevolve sweep` command to finish the rest "
                      "(finished runs are skipped, interrupted ones resumed)")
-    return "\n".join(lines)
+    return clean_lines("\n".join(lines))
 
 
 __all__ = ["read_state", "render_status", "sweep_status"]
