@@ -34,6 +34,9 @@ DEFAULT_CALL_TIMEOUT_S = 900.0
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
 REWARDS = ("best", "improvement")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
+#: ``--feedback``: what of a parent's evaluation the next prompt shows (issue 21, part 3;
+#: :mod:`basevolve.prompts.feedback`).  ``none`` keeps the paper's verbatim prompts.
+FEEDBACK_MODES = ("none", "artifacts")
 
 
 #: Longest run id.  Why: a run id names the folder ``basevolve-out/RUN_ID`` and a Ray
@@ -59,6 +62,15 @@ def check_run_id(run_id: str, flag: str = "--run-id") -> str:
             f"{flag} {shown} is not a safe run id: use 1 to {MAX_RUN_ID} letters, digits, "
             "'.', '_', '+' or '-', starting with a letter or digit (it names a folder)")
     return run_id
+
+
+def check_feedback(mode: object) -> str:
+    """``mode`` if it is one of :data:`FEEDBACK_MODES`, else one clear ConfigError."""
+    if not isinstance(mode, str) or mode not in FEEDBACK_MODES:
+        raise ConfigError(f"--feedback must be one of {', '.join(FEEDBACK_MODES)}, got "
+                          f"{mode!r} (artifacts shows the evaluator's feedback in the next "
+                          "prompt)")
+    return mode
 
 
 def generate_run_id(task: str) -> str:
@@ -144,7 +156,10 @@ class RunConfig:
     the task's ``--task-param`` values (e.g. ``prompt_optimization``'s dataset).
     ``count_eval_calls`` charges a text task's answering-LLM calls to the budget
     (:mod:`basevolve.engine.text_eval`); by default they are evaluation cost, recorded
-    but not charged.
+    but not charged.  ``feedback`` = ``"artifacts"`` shows a parent's evaluator feedback
+    (error, artifacts, output; capped) in the next prompt built from it; the default
+    ``"none"`` sends the paper's prompts unchanged.  A stored config from before the field
+    existed reads as ``"none"``.
     """
 
     task: str
@@ -177,6 +192,7 @@ class RunConfig:
     horizon: int | None = None  # bandit decisions to plan for (cost budgets; see bandit_horizon)
     task_params: dict[str, Any] = field(default_factory=dict)  # --task-param (task.PARAMS)
     count_eval_calls: bool = False  # charge a text task's answering calls to the budget
+    feedback: str = "none"  # --feedback: evaluator feedback in prompts (FEEDBACK_MODES)
 
     def __post_init__(self) -> None:
         self._check_cost_budget()
@@ -219,6 +235,7 @@ class RunConfig:
         self._check_timeouts()
         if self.reward not in REWARDS:
             raise ConfigError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r}")
+        check_feedback(self.feedback)
         if self.cap is not None and self.cap < 1:
             raise ConfigError(f"--cap must be >= 1 calls per trajectory, got {self.cap}")
         if self.cap is not None and self.cap * self.arms < c:

@@ -276,7 +276,9 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             after every completed call (from the thread running the engine).
         **options: Any other :class:`~basevolve.config.RunConfig` field, by the CLI
             flag's name (``max_in_flight``, ``max_tokens``, ``pull``, ``cap``,
-            ``reward``, ``params``, ``count_failed_attempts``, ...).
+            ``reward``, ``params``, ``count_failed_attempts``, ``feedback``, ...);
+            ``feedback="artifacts"`` shows each parent's evaluator feedback in the next
+            prompt (``--feedback artifacts``, docs/running.md).
 
     Returns:
         The finished run (:class:`RunResult`).

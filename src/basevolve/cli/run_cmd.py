@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
-from basevolve.config import CHARGE_UNANSWERED, PULL_MODES, REWARDS, RunConfig, budget_fields
+from basevolve.config import (
+    CHARGE_UNANSWERED,
+    FEEDBACK_MODES,
+    PULL_MODES,
+    REWARDS,
+    RunConfig,
+    budget_fields,
+)
 from basevolve.llm.catalog import parse_params
 from basevolve.llm.settings import LLMSettings
 from basevolve.protocols import PROTOCOLS
@@ -68,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--count-eval-calls", action="store_true",
                    help="charge a text task's answering-LLM calls to the budget (default: "
                         "recorded as evaluation cost, not charged; see docs/tasks.md)")
+    p.add_argument("--feedback", choices=FEEDBACK_MODES, default="none",
+                   help="artifacts: show each parent's evaluator feedback (its error, the "
+                        "evaluator's artifacts, its output; capped) in the next prompt built "
+                        "from it (default: none, the paper's prompts; see docs/running.md)")
     p.add_argument("--protocol", default="greedy", metavar="NAME",
                    help=f"parent-sampling protocol: {', '.join(PROTOCOLS.names())} "
                         "(default: %(default)s; see docs/protocols.md)")
@@ -150,7 +161,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=split_assignments(args.task_param, "--task-param", "limit=40"),
-        count_eval_calls=args.count_eval_calls)
+        count_eval_calls=args.count_eval_calls, feedback=args.feedback)
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
@@ -174,6 +185,8 @@ def summary_table(s: dict[str, Any]) -> str:
         ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
         *([("scored by (trust)", s["trust"])] if s.get("trust") else []),
+        *([("evaluator feedback in prompts", s["feedback"])]
+          if s.get("feedback", "none") != "none" else []),
         ("pulls per arm", " ".join(map(str, s["pulls_per_arm"]))),
         ("decisions with a choice", "-" if s.get("decisions_with_choice") is None
          else f"{100 * s['decisions_with_choice']:.1f}% of {s['bandit_decisions']}"),
@@ -217,7 +230,8 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "bre
                 "run_id", "max_in_flight", "max_tokens", "request_timeout", "call_timeout",
                 "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
-                "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls")
+                "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
+                "feedback")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

@@ -70,7 +70,7 @@ def runs_command(args: argparse.Namespace) -> int:
             rows.append({"run_id": r["run_id"], "status": r["status"], "task": r["task"],
                          "model": r["model"], "allocator": r["allocator"], "arms": r["arms"],
                          **budget, "depth": r["depth"] if budget["budget"] else None,
-                         "breadth": r["breadth"],
+                         "breadth": r["breadth"], "feedback": cfg.feedback,
                          "calls_completed": totals["calls_completed"],
                          "calls_lost": totals["calls_lost"], "best_score": best,
                          "flops": totals["flops"],

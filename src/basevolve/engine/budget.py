@@ -281,7 +281,8 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
         return cfg
     proto = PROTOCOLS.get(cfg.protocol)(task=task, breadth=cfg.breadth, trajectory=0,
                                         rng=np.random.default_rng([cfg.seed, 0]),
-                                        asynchronous=cfg.arms > 1, **cfg.protocol_params)
+                                        asynchronous=cfg.arms > 1, feedback=cfg.feedback,
+                                        **cfg.protocol_params)
     proto.set_initial(Child(None, task.initial_program, 0.0, True))
     ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens)
     first = ledger.worst_case(proto.ask().messages) + eval_worst

@@ -139,7 +139,8 @@ class Engine:
         asynchronous = self.K > 1 and config.pull == "call"  # BaSE: arms may share slots
         self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
                                     rng=np.random.default_rng([config.seed, i]),
-                                    asynchronous=asynchronous, **config.protocol_params)
+                                    asynchronous=asynchronous, feedback=config.feedback,
+                                    **config.protocol_params)
                           for i in range(self.K)]
         self.allocator = ALLOCATORS.get(config.allocator)(
             n_arms=self.K, rng=np.random.default_rng(config.seed), horizon=config.bandit_horizon,

@@ -48,6 +48,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
         "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
         "task_params": cfg.task_params, "count_eval_calls": cfg.count_eval_calls,
+        "feedback": cfg.feedback,
         **totals,
         "best_score": None if b is None else b["score"],
         "best_strict_score": None if b is None else b["strict_score"],

@@ -73,7 +73,10 @@ def _feedback(p: Shown) -> str:
 def build_shinka_messages(
     *, system: str, patch_type: str, variant: str, parent: Shown,
     inspirations: Sequence[Shown], crossover: Shown | None, language: str,
+    feedback: str | None = None,
 ) -> list[dict[str, str]]:
+    """``feedback``: the parent's rendered evaluator feedback for the text-feedback slot
+    (``--feedback artifacts``); None = the default, the parent's error alone."""
     sys_msg = f"{system.strip()}\n\n{format_instructions(patch_type, variant, language)}"
     parts = []
     if inspirations:
@@ -85,7 +88,9 @@ def build_shinka_messages(
     template = "shinka_iteration_diff" if patch_type == "diff" else "shinka_iteration"
     parts.append(fill(load_template(template), {
         "language": language, "code_content": parent.code.rstrip("\n"),
-        "performance_metrics": format_metrics(parent), "text_feedback_section": _feedback(parent),
+        "performance_metrics": format_metrics(parent),
+        "text_feedback_section": _feedback(parent) if feedback is None
+        else (f"\n\n{feedback}" if feedback else ""),
     }))
     if crossover is not None:
         parts.append(f"# Crossover Inspiration\n```{language}\n{crossover.code.rstrip()}\n```\n\n"

@@ -16,6 +16,11 @@ Engine loop, per trajectory (one protocol each; BaSE runs K of them)::
         proto.tell(p, Child(program_id, parsed.code, score, valid, error))
     # a call lost in flight: proto.cancel(p); greedy then re-asks the identical proposal
 
+Run options reach a protocol as constructor keywords: ``breadth``, ``asynchronous``,
+``feedback`` (``--feedback``: with ``"artifacts"`` a parent's evaluator feedback goes
+into the prompts built from it, :meth:`Protocol.feedback_section`) and the declared
+``--protocol-param`` values.
+
 Adding a protocol: subclass :class:`Protocol`, implement ``generation``, ``_can_ask``,
 ``_ask`` and ``_tell`` (optionally ``_cancel``, ``_summary``, ``parse_reply`` for diff
 edits), draw randomness only from ``self.rng``, and ``PROTOCOLS.register(name, cls)``.

@@ -28,8 +28,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from basevolve.config import check_feedback
 from basevolve.errors import BasevolveError, ConfigError
 from basevolve.params import Param, parse_params
+from basevolve.prompts.feedback import render_feedback
 from basevolve.prompts.parse import ParsedProgram, extract_program
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
@@ -138,6 +140,7 @@ class Protocol(ABC):
         trajectory: int = 0,
         rng: np.random.Generator | None = None,
         asynchronous: bool = False,
+        feedback: str = "none",
     ) -> None:
         """``rng``: the only source of randomness a protocol may use (seeded by the engine
         per trajectory); deterministic protocols such as greedy ignore it.
@@ -146,7 +149,12 @@ class Protocol(ABC):
         are still in flight (BaSE under concurrency, issue 9).  Each proposal then sees
         the trajectory as of its ask; how a protocol uses the flag is its own contract
         (greedy: only with N = 1, see :mod:`basevolve.protocols.greedy`).
+
+        ``feedback``: the run's ``--feedback`` (issue 21, part 3).  ``"artifacts"`` puts a
+        parent's evaluator feedback (:meth:`feedback_section`) into the prompts built from
+        it; ``"none"`` leaves every prompt as the paper prints it.
         """
+        self.feedback = check_feedback(feedback)
         if not isinstance(breadth, int) or isinstance(breadth, bool) or breadth < 1:
             raise ConfigError(f"breadth must be an integer >= 1, got {breadth!r}")
         self.task = task
@@ -285,6 +293,14 @@ class Protocol(ABC):
         del self._outstanding[proposal.key]
         self._n_asked -= 1
         self._cancel(proposal)
+
+    def feedback_section(self, child: Child) -> str:
+        """``child``'s evaluator feedback as the delimited, capped prompt section of
+        :mod:`basevolve.prompts.feedback`; ``""`` when feedback is off or nothing was
+        reported (so the default prompts never change)."""
+        if self.feedback != "artifacts":
+            return ""
+        return render_feedback(child.error, child.output, child.artifacts)
 
     def state_summary(self) -> dict[str, Any]:
         """JSON-able state, stored with events and compared in replay tests."""

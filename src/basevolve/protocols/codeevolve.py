@@ -23,6 +23,10 @@ Per job on island ``i``:
   reply is applied with the strict applier (failure → the base prompt is used), then
   the code call follows.  Both calls count toward C.
 
+With ``--feedback artifacts`` (issue 21, part 3) the code call's last user turn ends
+with the parent's evaluator feedback (:mod:`basevolve.prompts.feedback`); CodeEvolve's
+templates have no slot for it, so it is appended.  The meta-prompt call is unchanged.
+
 The code call's reply must be strict SEARCH/REPLACE edits inside the EVOLVE blocks; any
 failure is a child with score 0 and the reason.  A prompt's fitness is the best fitness
 of a child generated with it.
@@ -47,6 +51,7 @@ from basevolve.prompts.codeevolve import (
     initial_prompt,
 )
 from basevolve.prompts.diff import PROMPT_MARKERS, apply_search_replace
+from basevolve.prompts.feedback import append_section
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
@@ -100,6 +105,8 @@ class CodeEvolveProtocol(IslandProtocol):
             m = self.pop.add(program_id=init.program_id, code=init.code or "", score=init.score,
                              valid=init.valid, island=i, error=init.error)
             m.meta["prompt"] = 0
+            if self.feedback != "none":
+                m.meta["feedback"] = self.feedback_section(init)
             self.roots.append(m.uid)
 
     def set_initial(self, child: Child) -> None:
@@ -167,6 +174,8 @@ class CodeEvolveProtocol(IslandProtocol):
             lineage=lineage, inspirations=insp, explore=job["explore"],
             language=self.task.language, timeout_s=self.task.timeout_s,
             max_mem=self.params["max_mem"])
+        if self.feedback != "none":  # after the target program's evaluation
+            messages = append_section(messages, parent.meta.get("feedback", ""))
         meta = {"island": island, "kind": job["kind"], "prompt": job["prompt"], "format": "diff",
                 "confine": True, "depth": len(lineage),
                 "inspirations": [pop.members[u].program_id for u in job["insp"]]}
@@ -208,6 +217,8 @@ class CodeEvolveProtocol(IslandProtocol):
                          valid=child.valid, island=island, parent_uid=parent_uid,
                          error=child.error)
         m.meta["prompt"] = prompt
+        if self.feedback != "none":  # rendered once, capped (issue 21, part 3)
+            m.meta["feedback"] = self.feedback_section(child)
         self._admit(m)
         return m
 

@@ -10,7 +10,9 @@ pull of a trajectory is one call, i.e. one child; with N=1 every tell closes a g
 
 Prompt: OpenEvolve's verbatim template (:mod:`basevolve.prompts.openevolve`), filled as:
 
-* fitness = the parent's score; artifacts = the parent's evaluation error, if any;
+* fitness = the parent's score; artifacts = the parent's evaluation error, if any; with
+  ``--feedback artifacts`` (issue 21, part 3) the parent's whole evaluator feedback
+  instead (error, artifacts, output; :mod:`basevolve.prompts.feedback`);
 * feature coordinates / dimensions: greedy keeps no MAP-Elites grid and says so;
 * evolution history: the paper surfaces "three top programs and two diverse programs from
   the archive".  Greedy's archive is this trajectory's evaluated programs (the initial one
@@ -51,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from basevolve.errors import ConfigError
+from basevolve.prompts.feedback import append_section
 from basevolve.prompts.openevolve import (
     HistoryEntry,
     build_openevolve_messages,
@@ -132,9 +135,10 @@ class GreedyProtocol(Protocol):
         rng: np.random.Generator | None = None,
         history: HistoryOptions | None = None,
         asynchronous: bool = False,
+        feedback: str = "none",
     ) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
-                         asynchronous=asynchronous and breadth == 1)
+                         asynchronous=asynchronous and breadth == 1, feedback=feedback)
         self.history = history or HistoryOptions()
         self._gen = 1
         self._parent: Child | None = None  # frozen at the first ask of a generation
@@ -260,7 +264,7 @@ class GreedyProtocol(Protocol):
     def _build_messages(self, parent: Child) -> list[dict[str, str]]:
         own = getattr(self.task, "mutation_messages", None)  # a text task's own prompt
         if own is not None and (messages := own(parent)) is not None:
-            return messages
+            return append_section(messages, self.feedback_section(parent))
         top, diverse = self._history_entries(parent)
         language = self.task.language
         return build_openevolve_messages(
@@ -274,7 +278,8 @@ class GreedyProtocol(Protocol):
                 self._stagnant,
                 parent.usable,
             ),
-            artifacts=format_artifacts(parent.error),
+            artifacts=self.feedback_section(parent) if self.feedback != "none"
+            else format_artifacts(parent.error),
             evolution_history=format_evolution_history(
                 top, diverse, language=language, include_code=self.history.include_code
             ),

@@ -63,9 +63,9 @@ class IslandProtocol(Protocol):
 
     def __init__(self, *, task: Task, breadth: int = 1, trajectory: int = 0,
                  rng: np.random.Generator | None = None, asynchronous: bool = True,
-                 **params: Any) -> None:
+                 feedback: str = "none", **params: Any) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
-                         asynchronous=True)
+                         asynchronous=True, feedback=feedback)
         values = {p.name: p.default for p in self.PARAMS}
         values.update(self.parse_params(params))
         self.params: dict[str, Any] = values

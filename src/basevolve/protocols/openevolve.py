@@ -17,7 +17,8 @@ Per call (a fresh mutation on island ``i``):
 * inspirations (``num_diverse_programs``): island best, the top elite, programs from
   nearby grid cells (parent's cell ± 2 per dimension), random island members;
 * prompt: the verbatim user-message template with the parent's feature coordinates,
-  focus areas, artifacts (its error and output), evolution history (previous attempts,
+  focus areas, artifacts (its error and output; with ``--feedback artifacts`` its whole
+  evaluator feedback, :mod:`basevolve.prompts.feedback`), evolution history (previous attempts,
   ``num_top_programs`` top programs, the inspirations as diverse programs);
   ``mode=full`` (paper) asks for a rewrite, ``mode=diff`` for SEARCH/REPLACE edits.
 
@@ -130,8 +131,10 @@ class OpenEvolveProtocol(IslandProtocol):
         self.migrations = 0
         self._fresh_asks = 0
         init = self.initial
-        self.place(Child(init.program_id, init.code, init.score, init.valid, init.error), 0,
-                    None, migrant=False)
+        m = self.place(Child(init.program_id, init.code, init.score, init.valid, init.error), 0,
+                       None, migrant=False)
+        if self.feedback != "none":  # the initial program's own evaluation, not the stub's
+            m.meta["feedback"] = self.feedback_section(init)
 
     def set_initial(self, child: Child) -> None:
         super().set_initial(child)
@@ -151,9 +154,12 @@ class OpenEvolveProtocol(IslandProtocol):
                          origin=source.origin if source is not None else None)
         if source is not None:
             m.generation = source.generation
-            m.meta.update({k: v for k, v in source.meta.items() if k in ("output", "metrics")})
+            m.meta.update({k: v for k, v in source.meta.items()
+                           if k in ("output", "metrics", "feedback")})
         else:
             m.meta["output"], m.meta["metrics"] = child.output, child.metrics
+            if self.feedback != "none":  # rendered once, capped (issue 21, part 3)
+                m.meta["feedback"] = self.feedback_section(child)
         raw = self.features.raw(code, m.fitness, m.meta.get("metrics"))
         self.features.update(raw)
         cell = self.features.cell(raw)
@@ -273,7 +279,8 @@ class OpenEvolveProtocol(IslandProtocol):
             fitness_score=parent.fitness, language=self.task.language,
             feature_coords=self.feature_coords(parent),
             improvement_areas=self.focus_areas(parent),
-            artifacts=format_artifacts(parent.error, parent.meta.get("output")),
+            artifacts=parent.meta.get("feedback", "") if self.feedback != "none"
+            else format_artifacts(parent.error, parent.meta.get("output")),
             evolution_history=self.history(top, inspirations),
             feature_dimensions=", ".join(self.dims),
             template=DIFF_TEMPLATE_NAME if diff else TEMPLATE_NAME)

@@ -31,6 +31,10 @@ A *generation* is one fresh mutation plus its retries, all counted calls:
   ``novelty=judge`` evaluates it and asks an LLM judge (purpose ``judge``) whether it is
   novel; only a NOVEL one enters the population; ``off`` disables the check.
 
+With ``--feedback artifacts`` (issue 21, part 3) the iteration message's text-feedback
+slot holds the parent's whole evaluator feedback (:mod:`basevolve.prompts.feedback`)
+instead of its error alone; patch retries continue that conversation, so they keep it.
+
 When C runs out in the middle of a retry sequence the engine simply stops: the queued
 retry is never asked, so the run ends at exactly C.
 
@@ -132,8 +136,10 @@ class ShinkaEvolveProtocol(IslandProtocol):
         self.failed_generations = 0
         init = self.initial
         for i in range(k):  # the initial program is copied to every island
-            self.insert(Child(init.program_id, init.code, init.score, init.valid, init.error),
-                         i, None)
+            m = self.insert(Child(init.program_id, init.code, init.score, init.valid,
+                                  init.error), i, None)
+            if self.feedback != "none":  # the initial program's own evaluation
+                m.meta["feedback"] = self.feedback_section(init)
 
     def set_initial(self, child: Child) -> None:
         super().set_initial(child)
@@ -143,6 +149,8 @@ class ShinkaEvolveProtocol(IslandProtocol):
         m = self.pop.add(program_id=child.program_id, code=child.code or "", score=child.score,
                          valid=child.valid, island=island, parent_uid=parent_uid,
                          error=child.error)
+        if self.feedback != "none":  # rendered once, capped (issue 21, part 3)
+            m.meta["feedback"] = self.feedback_section(child)
         self.vecs.put(m.uid, evolve_block_text(m.code))
         self.pop.offer_archive(m.uid, require_valid=True)
         return m
@@ -219,7 +227,8 @@ class ShinkaEvolveProtocol(IslandProtocol):
             system=self.system, patch_type=patch, variant=variant, parent=self._shown(parent),
             inspirations=[self._shown(m) for m in insp],
             crossover=self._shown(cross) if cross is not None else None,
-            language=self.task.language)
+            language=self.task.language,
+            feedback=parent.meta.get("feedback", "") if self.feedback != "none" else None)
         meta = {"island": parent.island, "patch_type": patch, "variant": variant,
                 "format": "tagged_diff" if patch == "diff" else "tagged_code",
                 "attempt": 0, "resample": resample, "novelty_attempt": novelty,
