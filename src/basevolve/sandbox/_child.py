@@ -175,6 +175,8 @@ def child_main(
     os.closerange(REQUEST_FD + 1, 1 << 16)  # protocol pipes, pidfds, everything else
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
+    guard = sys.modules["_basevolve_sandbox_guard"]  # loaded by _worker.py (_guard.py)
+    guard.oom_first()
     if cfg.get("unshare_net"):
         libc.unshare(CLONE_NEWNET | CLONE_NEWIPC)  # best effort in the rlimits fallback
     elif cfg.get("unshare_ipc"):
@@ -197,6 +199,7 @@ def child_main(
         os.setuid(uid)
         forget_keys(libc)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    guard.lock(libc, cfg, workdir)  # Landlock (fallback) and the seccomp filter
     sys.argv = [PROGRAM_FILE]
     me = os.getpid()
     if req.get("op") == "open":

@@ -99,8 +99,27 @@ def sweep(uid: int | None) -> int:
     return len(escaped)
 
 
+def wipe(directory: str) -> None:
+    """Remove everything inside ``directory`` (not the directory itself)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 def fresh_workdir(cfg: dict[str, Any]) -> str:
     workdir = os.path.join(cfg["work_root"], "run")
+    for directory in cfg.get("wipe", ()):  # what earlier programs may have left (no uid drop)
+        wipe(directory)
     shutil.rmtree(workdir, ignore_errors=True)
     os.mkdir(workdir, 0o700)
     if cfg.get("uid") is not None:

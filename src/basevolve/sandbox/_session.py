@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 _procs = sys.modules["_basevolve_sandbox_procs"]  # loaded by _worker.py before this module
+_memwatch = sys.modules["_basevolve_sandbox_memwatch"]
 _libc = ctypes.CDLL(None, use_errno=True)
 _TICK = os.sysconf("SC_CLK_TCK")
 DRAIN_S = 2.0  # after the child died: read what its pipes still hold, at most this long
@@ -124,6 +125,7 @@ def exchange(s: dict[str, Any], deadline: float, out_cap: int, res_cap: int) -> 
                 seen[fd] += len(data)
                 out[fd] += data[: max(out_cap - len(out[fd]), 0)]
 
+    watcher = _memwatch.Watcher(s["cfg"])
     send(s)  # usually the whole request fits the pipe: no select round for it
     while True:
         answer, facts["result_overflow"] = take_frame(s["rbuf"], res_cap)
@@ -136,7 +138,8 @@ def exchange(s: dict[str, Any], deadline: float, out_cap: int, res_cap: int) -> 
             break
         readable = [fd for fd in (s["out_r"], s["err_r"], s["res_r"]) if fd in s["open"]]
         writable = [s["req_w"]] if s["outbox"] and s["req_w"] is not None else []
-        ready, can_write, _ = select.select([*readable, s["pidfd"]], writable, [], remaining)
+        ready, can_write, _ = select.select([*readable, s["pidfd"]], writable, [],
+                                            watcher.interval(remaining))
         if can_write:
             send(s)
         pump([fd for fd in ready if fd != s["pidfd"]])
@@ -146,6 +149,9 @@ def exchange(s: dict[str, Any], deadline: float, out_cap: int, res_cap: int) -> 
             while s["open"] & {s["res_r"]} and time.monotonic() < end:
                 r, _, _ = select.select(list(s["open"]), [], [], 0.1)
                 pump(r)
+        elif watcher.exceeded(s["pid"]):
+            facts.update(watcher.facts())  # over memory_mb: the session ends (report)
+            break
     facts["done_at"] = time.monotonic()
     while True:  # the child flushed before answering: its output is in the pipes now
         r, _, _ = select.select([fd for fd in out if fd in s["open"]], [], [], 0)
@@ -178,8 +184,12 @@ def report(s: dict[str, Any], facts: dict[str, Any], cfg: dict[str, Any]) -> tup
     status = facts["status"]
     header = {k: facts[k] for k in ("timed_out", "result_overflow", "stdout", "stderr",
                                    "stdout_dropped", "stderr_dropped")}
+    header.update({k: v for k, v in facts.items() if k.startswith("memory_")})
     header.update(exit_code=None, signal=None, leftovers=0, ended=False)
-    if facts["answer"] is not None and status is None and not _procs.alone(s["pid"]):
+    if facts.get("memory_exceeded"):
+        header["leftovers"] = end(cfg)
+        header["ended"] = True
+    elif facts["answer"] is not None and status is None and not _procs.alone(s["pid"]):
         header["leftovers"] = end(cfg) or 1  # a child of the program is still running
         header["ended"] = True
     elif facts["answer"] is None or status is not None:
@@ -197,7 +207,8 @@ def open_session(req: dict[str, Any], raw: bytes, spare: dict[str, Any],
     global CURRENT
     if CURRENT is not None:
         end(cfg)
-    s = dict(spare, rbuf=bytearray(), outbox=bytearray(frame(raw)), clock=cpu_clock(spare["pid"]))
+    s = dict(spare, rbuf=bytearray(), outbox=bytearray(frame(raw)), clock=cpu_clock(spare["pid"]),
+             cfg=cfg)
     s["open"] = {s["out_r"], s["err_r"], s["res_r"]}
     os.set_blocking(s["req_w"], False)
     CURRENT = s

@@ -40,6 +40,7 @@ import types
 from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_DUMPABLE = 4
 
 
 def load_sibling(name: str) -> types.ModuleType:
@@ -62,6 +63,8 @@ def load_sibling(name: str) -> types.ModuleType:
 
 _child = load_sibling("_child")
 _procs = load_sibling("_procs")
+_guard = load_sibling("_guard")
+_memwatch = load_sibling("_memwatch")
 _session = load_sibling("_session")
 child_main, read_frame, write_frame = _child.child_main, _child.read_frame, _child.write_frame
 fresh_workdir, finish_child, alone = _procs.fresh_workdir, _procs.finish_child, _procs.alone
@@ -143,6 +146,8 @@ def evaluate(
                 overflow = True
 
     deferred = False
+    watcher = _memwatch.Watcher(cfg)
+    memory: dict[str, Any] = {}
     while status is None:
         if not open_fds and bufs[res_r] and not overflow and alone(pid) and killed_alone(pid):
             deferred = True  # complete result, pipes closed, nothing else running
@@ -151,10 +156,13 @@ def evaluate(
         if remaining <= 0 or overflow:
             timed_out = not overflow
             break
-        ready, _, _ = select.select([*open_fds, pidfd], [], [], remaining)
+        ready, _, _ = select.select([*open_fds, pidfd], [], [], watcher.interval(remaining))
         pump([fd for fd in ready if fd != pidfd])
         if pidfd in ready:
             status = os.waitpid(pid, 0)[1]
+        elif watcher.exceeded(pid):
+            memory = watcher.facts()  # the processes together are over memory_mb
+            break
     seconds = time.monotonic() - t0
     pending = {"pid": pid, "pidfd": pidfd, "workdir": workdir} if deferred else None
     if status is None and not deferred:
@@ -185,6 +193,7 @@ def evaluate(
         "stdout_dropped": seen[out_r] - len(bufs[out_r]),
         "stderr_dropped": seen[err_r] - len(bufs[err_r]),
         "leftovers": leftovers,
+        **memory,
     }
     return header, b"" if overflow else bytes(bufs[res_r]), pending
 
@@ -203,6 +212,9 @@ def main() -> None:
             errors[name] = f"{type(exc).__name__}: {exc}"
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Without a uid drop (not root) programs share this worker's uid: non-dumpable, it
+    # cannot be traced by them, nor its /proc/PID/mem, environ or fd be opened (issue 22).
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     gc.collect()
     gc.freeze()  # keep forked children from touching (copying) the pre-imported heap
     ready = {"ready": True, "pid": os.getpid(), "preload_errors": errors, "uid": os.getuid()}

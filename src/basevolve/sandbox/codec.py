@@ -184,6 +184,8 @@ def interpret(
         "seconds": float(header.get("seconds", 0.0)),
     }
     sig = header.get("signal")
+    if header.get("memory_exceeded"):
+        return ExecResult(ExecStatus.CRASHED, error=memory_error(header), **common)
     if header.get("timed_out"):
         return ExecResult(
             ExecStatus.TIMEOUT, error=f"exceeded the wall-clock limit of {timeout_s:g} s", **common
@@ -228,6 +230,23 @@ def interpret(
         error=f"program exited with code {code} before returning a value",
         **common,
     )
+
+
+def memory_error(header: dict[str, Any], what: str = "the evaluation") -> str:
+    """The reason of an evaluation stopped for using more than ``memory_mb`` in total
+    (issue 22, item 17): the worker's watcher or the slot's cgroup said so."""
+    limit = header.get("memory_limit_mb")
+    used = header.get("memory_used_mb")
+    if header.get("memory_by") == "cgroup":
+        how = "the kernel's OOM killer fired in the slot's memory cgroup"
+        if isinstance(used, int | float):
+            how += f", whose limit of {used:g} MiB is memory_mb plus the warm worker"
+    else:
+        how = "the sandbox worker stopped it"
+        if isinstance(used, int | float):
+            how += f" at {used:g} MiB, summed over its processes"
+    return (f"out of memory: the processes of {what} together used more than "
+            f"memory_mb={limit} MiB ({how})")
 
 
 def with_drop_note(text: str, dropped: int) -> str:

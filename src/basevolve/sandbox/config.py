@@ -17,7 +17,7 @@ from basevolve.errors import ConfigError
 class IsolationMode(StrEnum):
     """What the caller asks for; the level achieved is ``basevolve.records.Isolation``."""
 
-    AUTO = "auto"  # bubblewrap when it works and we are root, else rlimits (warned once)
+    AUTO = "auto"  # bubblewrap when it starts (root or a user namespace), else rlimits (warned)
     BWRAP = "bwrap"  # bubblewrap or SandboxError
     RLIMITS = "rlimits"  # fork server without namespaces
 
@@ -33,6 +33,9 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 class SandboxConfig:
     """Limits and shape of a :class:`~basevolve.sandbox.SandboxPool`.
 
+    ``memory_mb`` bounds one evaluation, all its processes together (a memory cgroup of
+    ``memory_mb`` on top of the warm worker, else the worker's watcher; issue 22, item
+    17) and each process's address space (``RLIMIT_AS``).
     ``cpu_seconds=None`` derives the CPU limit from each call's wall-clock timeout
     (``ceil(timeout_s) + 1``) so the wall clock, not the CPU limit, normally fires first.
     ``uid_base``: when running as root, each pool leases an exclusive block of uids at

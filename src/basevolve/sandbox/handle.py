@@ -5,7 +5,13 @@ stdin/stdout, enforces a backstop deadline on every read (a wedged or killed wor
 never hang the caller), and kills the worker's whole tree when it is retired: with
 ``--unshare-pid`` and ``--die-with-parent``, killing bubblewrap ends every process in
 the worker's pid namespace; in the rlimits fallback a final kill sweep of the slot's
-uid catches processes that left the worker's session.
+uid catches processes that left the worker's session.  Where the slot has a memory
+cgroup (``cgroups.py``), everything still in it is killed too, whatever uid it runs as,
+and an OOM kill in it during a request is reported as ``memory_exceeded``.
+
+Every worker is started through ``_launch.py``, whose first frame names the host pid of
+the process that becomes the worker (or bubblewrap): in the fallback that process is
+detached from us, so it is not ``self.proc`` (the launcher, which exits at once).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 from basevolve.errors import SandboxError
 from basevolve.records import Isolation
+from basevolve.sandbox.cgroups import MIB, SlotCgroup
 from basevolve.sandbox.launch import LaunchSpec
 
 _MAX_FRAME = 512 * 1024 * 1024
@@ -67,12 +74,23 @@ class WorkerGone(Exception):
     """The worker died or stopped answering; the handle is dead."""
 
 
+class _OutOfMemory(Exception):
+    """The kernel OOM-killed a process in the slot's cgroup during a request."""
+
+
+OOM_POLL_S = 0.05  # how often a waiting request looks at the slot's OOM counter
+
+
 class WorkerHandle:
-    def __init__(self, spec: LaunchSpec, *, slot: int, uid: int | None, log_path: Path) -> None:
+    def __init__(self, spec: LaunchSpec, *, slot: int, uid: int | None, log_path: Path,
+                 cgroup: SlotCgroup | None = None, memory_mb: int = 0) -> None:
         self.spec, self.slot, self.uid = spec, slot, uid
+        self.cgroup, self.memory_mb = cgroup, memory_mb
         self.evals = 0
         self.dead = False
         self.ready_info: dict[str, Any] | None = None
+        self.pid: int | None = None  # the worker's (or bubblewrap's) host pid, once known
+        self._oom_base: int | None = None  # the slot's OOM count when the request began
         self._log = open(log_path, "wb")
         try:
             self.proc = subprocess.Popen(
@@ -112,8 +130,12 @@ class WorkerHandle:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 raise WorkerGone("worker did not answer before the backstop deadline")
-            ready, _, _ = select.select([self._out], [], [], wait)
+            watching = self._oom_base is not None and self.cgroup is not None
+            ready, _, _ = select.select([self._out], [], [], min(wait, OOM_POLL_S) if watching
+                                        else wait)
             if not ready:
+                if watching and self.cgroup.oom_kills() > self._oom_base:  # type: ignore[union-attr]
+                    raise _OutOfMemory()
                 continue
             chunk = os.read(self._out, min(left, 1 << 20))
             if not chunk:
@@ -141,9 +163,14 @@ class WorkerHandle:
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         if self.ready_info is not None:
             return self.ready_info
+        deadline = time.monotonic() + timeout_s
         try:
-            info = json.loads(self._read_frame(time.monotonic() + timeout_s))
-        except (WorkerGone, ValueError) as exc:
+            if self.pid is None:
+                self.pid = int(json.loads(self._read_frame(deadline))["launched"])
+            info = json.loads(self._read_frame(deadline))
+            if self.cgroup is not None:  # memory_mb on top of the warm worker (cgroups.py)
+                self.cgroup.arm(self.memory_mb)
+        except (WorkerGone, ValueError, KeyError, TypeError, OSError) as exc:
             self.kill()
             raise SandboxError(
                 f"sandbox worker ({self.isolation.value}) failed to start: {exc}; "
@@ -166,14 +193,29 @@ class WorkerHandle:
         if self.dead:
             raise WorkerGone("worker is dead")
         self.evals += count
+        self._oom_base = ooms = self.cgroup.oom_kills() if self.cgroup is not None else None
+        start = time.monotonic()
+        oom = False
         try:
             self._write_frames(frames)
             deadline = time.monotonic() + backstop_s
             header = json.loads(self._read_frame(deadline))
             result = self._read_frame(deadline)
+        except _OutOfMemory:
+            # Stopped at once: the program is over its cgroup's limit (memory_mb on top of
+            # the warm worker), and the worker is never reused after that anyway.
+            header, result, oom = {"seconds": time.monotonic() - start}, b"", True
+            self.kill()
         except (WorkerGone, ValueError) as exc:
             self.kill()
             raise WorkerGone(str(exc)) from exc
+        finally:
+            self._oom_base = None
+        if oom or (ooms is not None and self.cgroup.oom_kills() > ooms):  # type: ignore[union-attr]
+            peak = self.cgroup.final_peak or self.cgroup.peak_bytes()  # type: ignore[union-attr]
+            header.update(memory_exceeded=True, memory_by="cgroup", ended=True,
+                          memory_limit_mb=self.memory_mb,
+                          memory_used_mb=round(peak / MIB, 1) if peak else None)
         return header, result
 
     def kill(self) -> None:
@@ -181,7 +223,11 @@ class WorkerHandle:
         if self.dead:
             return
         self.dead = True
-        tree = _descendants(self.proc.pid)  # bwrap's namespace init, the worker, its children
+        # bwrap's namespace init, the worker, its children (the worker's pid: in the
+        # fallback it was detached from the launcher, ``self.proc``, and is only in its group)
+        tree = _descendants(self.proc.pid)
+        if self.pid is not None and self.pid != self.proc.pid:
+            tree = [self.pid, *_descendants(self.pid), *tree]
         for fn in (os.killpg, os.kill):
             try:
                 fn(self.proc.pid, signal.SIGKILL)
@@ -209,6 +255,8 @@ class WorkerHandle:
                 check=False,
                 env={"PATH": "/usr/bin:/bin"},
             )
+        if self.cgroup is not None:
+            self.cgroup.remove()  # kills whatever is left in it, then removes it
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()

@@ -8,10 +8,18 @@ evaluations) and survive anything a program does.  Each slot holds one worker; a
 is retired and restarted after ``max_evals_per_worker`` evaluations or as soon as
 anything escaped (leftover processes, a timeout, a crash, a dead or silent worker).
 
-Isolation is resolved once per pool: ``auto`` uses bubblewrap when it is installed, we
-are root and a worker actually starts under it; otherwise the ``rlimits`` fork server
-(new session, rlimits, uid drop and a private network namespace when root).  The level
-achieved is in every :class:`~basevolve.records.ExecResult`; falling back warns once.
+Isolation is resolved once per pool: ``auto`` uses bubblewrap when it is installed and
+a worker actually starts under it -- as root with a uid drop, otherwise unprivileged in a
+user namespace (issue 22, item 16); both are recorded as ``bwrap``, and
+:attr:`SandboxPool.protections` tells them apart.  Otherwise the ``rlimits`` fork server
+(new session, rlimits, detached workers, Landlock where the kernel has it, uid drop and a
+private network namespace when root), which warns loudly once per process and, without
+root, makes this process non-dumpable while the pool is open (a program of the same uid
+could otherwise read ``/proc/<basevolve>/environ``, the API key included).  The level
+achieved is in every :class:`~basevolve.records.ExecResult`.  Memory is capped per
+evaluation by a cgroup per slot (``cgroups.py``) or else by the worker's watcher, and
+every program runs under the seccomp filter (``seccomp.py``); see docs/running.md,
+"Threat model".
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from types import TracebackType
 
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import ExecResult, ExecStatus, Isolation
+from basevolve.sandbox import fallback
+from basevolve.sandbox.cgroups import PoolCgroup, open_pool_cgroup
 from basevolve.sandbox.codec import interpret
 from basevolve.sandbox.config import MAX_TIMEOUT_S, IsolationMode, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
@@ -47,17 +57,13 @@ _warned_fallback = False
 _warn_lock = threading.Lock()
 
 
-def _warn_fallback(reason: str) -> None:
+def _warn_fallback(reason: str, guards: tuple[str, ...]) -> None:
     global _warned_fallback
     with _warn_lock:
         if _warned_fallback:
             return
         _warned_fallback = True
-    msg = (
-        f"basevolve sandbox: bubblewrap isolation unavailable ({reason}); falling back to "
-        "'rlimits' isolation (fork + new session + rlimits, no filesystem/pid namespaces). "
-        "Install bubblewrap and run as root for full isolation."
-    )
+    msg = fallback.message(reason, guards)
     logger.warning(msg)
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
@@ -100,6 +106,10 @@ class SandboxPool:
         self._uids = (
             UidLease(self.config.uid_base, self.config.n_workers) if os.geteuid() == 0 else None
         )
+        self._cgroup: PoolCgroup | None
+        self._cgroup, self.cgroup_problem = open_pool_cgroup()
+        self._guards: tuple[str, ...] = ()
+        self._guarding_parent = False
         if background:
             threading.Thread(target=self._keep, name="sandbox-start", daemon=True).start()
             return
@@ -130,6 +140,19 @@ class SandboxPool:
             raise self._start_error
 
     @property
+    def protections(self) -> tuple[str, ...]:
+        """What protects this pool's programs, as short tags (docs/running.md, "Threat
+        model"): the level (``bwrap``/``rlimits``), then ``uid-drop`` or ``caller-uid``,
+        ``user-namespace``, ``seccomp``, ``landlock-abiN``, ``net-namespace`` or
+        ``net-seccomp``, ``detached``, ``parent-non-dumpable``, and the memory cap
+        (``memory-cgroup-v1``/``-v2`` or ``memory-watcher``)."""
+        self.ready()
+        level = self.isolation.value if self.isolation is not None else "none"
+        memory = self._cgroup.label if self._cgroup is not None else "memory-watcher"
+        parent = ("parent-non-dumpable",) if self._guarding_parent else ()
+        return (level, *self._guards, *parent, memory)
+
+    @property
     def uid_range(self) -> range | None:
         """The uids this pool's programs run as (None when not root: no uid drop)."""
         if self._uids is None:
@@ -140,12 +163,12 @@ class SandboxPool:
     def _start(self) -> Isolation:
         mode = IsolationMode(self.config.isolation)
         if mode is IsolationMode.RLIMITS:
-            return self._start_all(Isolation.RLIMITS)
+            isolation = self._start_all(Isolation.RLIMITS)
+            _warn_fallback("isolation='rlimits' was requested", self._guards)
+            return isolation
         problem = None
         if bwrap_path() is None:
             problem = "the 'bwrap' executable is not on PATH (apt-get install bubblewrap)"
-        elif os.geteuid() != 0:
-            problem = "not running as root, so programs cannot be moved to an unprivileged uid"
         if problem is None:
             try:
                 return self._start_all(Isolation.BWRAP)
@@ -153,24 +176,44 @@ class SandboxPool:
                 if mode is IsolationMode.BWRAP:
                     raise
                 problem = str(exc)
+                if os.geteuid() != 0:
+                    problem = "unprivileged bubblewrap (a user namespace) did not start: " + problem
         if mode is IsolationMode.BWRAP:
             raise SandboxError(
                 f"isolation='bwrap' was requested but {problem}; use isolation='auto' to allow the rlimits fallback"
             )
-        _warn_fallback(problem)
         for handle in self._all.values():
             handle.kill()
         self._all.clear()
         self._idle = queue.SimpleQueue()
-        return self._start_all(Isolation.RLIMITS)
+        isolation = self._start_all(Isolation.RLIMITS)
+        _warn_fallback(f"bubblewrap unavailable: {problem}", self._guards)
+        return isolation
 
     def _spawn(self, slot: int, isolation: Isolation) -> WorkerHandle:
         slot_dir = self._root / f"slot{slot}"
         shutil.rmtree(slot_dir, ignore_errors=True)
         slot_dir.mkdir(mode=0o711)
         uid = self._uids.uid(slot) if self._uids is not None else None
-        spec = make_launch(self.config, isolation, slot_dir, uid)
-        handle = WorkerHandle(spec, slot=slot, uid=uid, log_path=self._root / f"slot{slot}.log")
+        if isolation is Isolation.RLIMITS and os.geteuid() != 0 and not self._guarding_parent:
+            fallback.guard_parent()  # before any program of our uid can look at us
+            self._guarding_parent = True
+        try:
+            cgroup = self._cgroup.slot(slot) if self._cgroup is not None else None
+        except OSError as exc:
+            raise SandboxError(f"could not create the memory cgroup of sandbox slot {slot}"
+                               f" under {self._cgroup.path}: {exc}") from exc
+        spec = make_launch(self.config, isolation, slot_dir, uid,
+                           cgroup_procs=cgroup.procs_file if cgroup is not None else None,
+                           watch_memory=cgroup is None)
+        self._guards = spec.guards
+        try:
+            handle = WorkerHandle(spec, slot=slot, uid=uid, log_path=self._root / f"slot{slot}.log",
+                                  cgroup=cgroup, memory_mb=self.config.memory_mb)
+        except SandboxError:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         self._all[slot] = handle
         return handle
 
@@ -278,6 +321,7 @@ class SandboxPool:
             or header.get("timed_out")
             or header.get("signal")
             or header.get("result_overflow")
+            or header.get("memory_exceeded")
         ):
             handle.kill()  # something escaped or misbehaved: never reuse this worker
         return interpret(header, result, timeout_s=timeout_s, isolation=handle.isolation)
@@ -319,6 +363,11 @@ class SandboxPool:
             handle.kill()
         if getattr(self, "_uids", None) is not None:
             self._uids.close()  # only after every worker (and its programs) is dead
+        if getattr(self, "_cgroup", None) is not None:
+            self._cgroup.close()
+        if getattr(self, "_guarding_parent", False):
+            self._guarding_parent = False
+            fallback.unguard_parent()
         shutil.rmtree(self._root, ignore_errors=True)
 
     def __enter__(self) -> SandboxPool:

@@ -43,7 +43,13 @@ from typing import Any
 from basevolve.errors import TaskError
 from basevolve.records import CallResult, ExecStatus, Isolation
 from basevolve.sandbox._child import BadValue, encode, result_frame
-from basevolve.sandbox.codec import DecodeError, decode_result, signal_name, with_drop_note
+from basevolve.sandbox.codec import (
+    DecodeError,
+    decode_result,
+    memory_error,
+    signal_name,
+    with_drop_note,
+)
 from basevolve.sandbox.config import MAX_TIMEOUT_S, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 
@@ -214,7 +220,8 @@ class ProgramSession:
             self.ended_reason = f"the program stopped running in {what}: {result.error}"
         if (header.get("ended") and (header.get("timed_out") or header.get("signal")
                                       or header.get("leftovers")
-                                      or header.get("result_overflow"))):
+                                      or header.get("result_overflow")
+                                      or header.get("memory_exceeded"))):
             self._handle.kill()  # as after a one-shot evaluation: never reuse the worker
             self.worker_lost = True
         return result
@@ -233,6 +240,8 @@ class ProgramSession:
         if header.get("no_session"):
             return CallResult(fn, ExecStatus.CRASHED, error="the sandbox worker has no open"
                               " session (it was restarted)", **common)
+        if header.get("memory_exceeded"):
+            return CallResult(fn, ExecStatus.CRASHED, error=memory_error(header, what), **common)
         if header.get("timed_out"):
             return CallResult(fn, ExecStatus.TIMEOUT,
                               error=f"{what} exceeded its limit of {limit:g} s", **common)
