@@ -186,6 +186,9 @@ class CallResult:
     cpu_s: float = 0.0
     isolation: Isolation = Isolation.BWRAP
 
+    def __post_init__(self) -> None:
+        _storable(self, "error", "stdout", "stderr")
+
     @property
     def ok(self) -> bool:
         """True when the function returned a plain-data value (``status`` is ``ok``)."""

@@ -191,3 +191,25 @@ def peek(paths):
     assert r.value[str(answers)] in ("FileNotFoundError", "PermissionError")
     assert r.value[here] in ("FileNotFoundError", "PermissionError")
     assert "secret" not in repr(r.value) and "OPENAI" not in repr(r.value)
+
+
+def test_lone_surrogates_in_a_calls_text_are_made_storable(pool: SandboxPool) -> None:
+    """Issue 22, items 1-2, on the call channel: an exception message, printed text and a
+    returned string holding a lone surrogate come back without crashing anything."""
+    code = (
+        "import os, sys\n"
+        "def weird():\n"
+        "    os.write(1, b'out \\xed\\xa0\\x80 \\xff\\n')  # a surrogate's bytes, invalid UTF-8\n"
+        "    sys.stderr.write('err \\udfff\\n')  # stderr escapes it (backslashreplace)\n"
+        "    return 'value \\ud800'\n"
+        "def raise_it():\n"
+        "    raise ValueError('bad \\ud800 input')\n"
+    )
+    with pool.session(code, timeout_s=30) as program:
+        r = program.call("weird")
+        e = program.call("raise_it")
+    assert r.ok
+    for text in (r.stdout, r.stderr, e.error, e.stderr):
+        text.encode("utf-8")  # storable: no lone surrogate left
+    assert "\ufffd" in e.error or "?" in e.error
+    assert isinstance(r.value, str)  # program data stays data; the store cleans on write

@@ -24,8 +24,9 @@ items that no longer fit are counted in one closing line.  About 1,000 tokens at
 small next to a prompt that already holds five programs.
 
 Why cleaning: a lone surrogate cannot be encoded as UTF-8 (the request body and the
-store would fail), and control characters garble a prompt.  A surrogate pair becomes the
-character it encodes, a lone surrogate U+FFFD; carriage returns become line breaks;
+store would fail), and control characters garble a prompt.  Surrogates follow the one
+rule of :mod:`basevolve.safe_text` (a pair becomes the character it encodes, a lone
+surrogate U+FFFD); carriage returns become line breaks;
 other control characters (C0 except tab and newline, DEL, C1) are shown as ``\\xNN``.
 Each item is fenced with a backtick run longer than any inside it, so no text can close
 the fence early and pose as the prompt's own instructions.
@@ -37,6 +38,7 @@ import re
 from collections.abc import Mapping
 
 from basevolve.config import FEEDBACK_MODES
+from basevolve.safe_text import utf8_safe
 
 __all__ = ["FEEDBACK_MODES", "ITEM_CHARS", "TOTAL_CHARS", "append_section", "clean", "clip",
            "feedback_items", "render_feedback"]
@@ -51,8 +53,6 @@ HEADING = "## Evaluator feedback on the program to improve"
 INTRO = ("What the evaluation of this program reported (each item cut to {item:,} "
          "characters, {total:,} in all):")
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 #: control characters (C0 but tab and newline, DEL, C1) -> a visible ``\xNN`` (str.translate)
 _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20),
                                       *range(0x7F, 0xA0))}
@@ -63,14 +63,8 @@ _MIN_BODY = 40  # below this, an item is counted as omitted rather than shown as
 def clean(text: str) -> str:
     """``text`` safe to send and store: surrogates and control characters handled as the
     module docstring says; everything else kept."""
-    if _SURROGATE.search(text):  # rare: pairs joined first, then the lone ones replaced
-        text = _SURROGATE.sub("\ufffd", _PAIR.sub(_join_pair, text))
+    text = utf8_safe(text)  # the one rule for surrogates (basevolve.safe_text)
     return text.replace("\r\n", "\n").replace("\r", "\n").translate(_ESCAPES)
-
-
-def _join_pair(m: re.Match[str]) -> str:
-    high, low = (ord(c) for c in m.group())
-    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
 
 
 def clip(text: str, limit: int, *, length: int | None = None) -> str:
