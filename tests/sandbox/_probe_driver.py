@@ -82,7 +82,12 @@ def main():
         pid = os.fork()
         if pid == 0:
             try:
-                block = b"x" * (600 << 20)  # under the per-process limit, 2.4 GB in total
+                held = []
+                try:  # 600 MB each, under the per-process limit: 2.4 GB in total
+                    for _ in range(10):
+                        held.append(b"x" * (60 << 20))
+                except MemoryError:
+                    pass
                 time.sleep(20)
             finally:
                 os._exit(0)

@@ -34,7 +34,12 @@ def main():
         pid = os.fork()
         if pid == 0:
             try:
-                block = b"x" * (480 << 20)  # the forked worker's ~240 MB + 480 MB < 768 MB
+                held = []
+                try:  # up to 480 MB (the forked worker's ~240 MB of address space + 480 < 768)
+                    for _ in range(8):
+                        held.append(b"x" * (60 << 20))
+                except MemoryError:
+                    pass  # whatever its own rlimit allowed: 4 of these are still over 768 MB
                 time.sleep(30)
             finally:
                 os._exit(0)
