@@ -23,15 +23,22 @@ class Limiter:
     """One endpoint's in-flight limit for the whole cluster.
 
     ``owner`` is the node runner holding a slot, so the driver can give back the slots
-    of a node that died mid-call (``release_owner``) instead of leaking them.
+    of a node that died mid-call (``release_owner``) instead of leaking them.  A dead
+    runner's requests still queued here are not dropped by Ray: one granted after
+    ``release_owner`` would hold its slot for ever (with ``limit = 1`` the sweep then
+    hung), so a slot granted to a released owner is given straight back.
     """
 
     def __init__(self, limit: int) -> None:
         self.lim = PriorityLimiter(limit)
         self.held: Counter[int] = Counter()
+        self.gone: set[int] = set()
 
     async def acquire(self, priority: int, owner: int) -> None:
         await self.lim.acquire(priority)
+        if owner in self.gone:  # its runner died while this request waited
+            await self.lim.release()
+            return
         self.held[owner] += 1
 
     async def release(self, owner: int) -> None:
@@ -40,6 +47,7 @@ class Limiter:
             await self.lim.release()
 
     async def release_owner(self, owner: int) -> None:
+        self.gone.add(owner)
         for _ in range(self.held.pop(owner, 0)):
             await self.lim.release()
 

@@ -99,12 +99,16 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
             progress: SweepProgress, *, session: RaySession,
             scratch_dir: str | Path | None = None) -> tuple[dict[str, dict[str, Any]],
                                                            dict[str, Any]]:
-    """Drive every planned run on the cluster; import each into the store as it ends."""
+    """Drive every planned run on the cluster; import each into the store as it ends.
+
+    An actor that dies mid-sweep (:mod:`basevolve.sweep.ray_fleet`) loses only the runs
+    it was driving: they end "lost ... rerun to retry" and the others finish.
+    """
     from basevolve.engine.summary import build_summary
     from basevolve.store import RunStore
     from basevolve.store.transfer import import_run
     from basevolve.sweep.locks import RunLocks
-    from basevolve.sweep.ray_actors import actor_classes
+    from basevolve.sweep.ray_fleet import Fleet
 
     ray = session.ray
     stale = [p.run.run_id for p in planned if p.action == "resume"]
@@ -113,35 +117,34 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
             f"{len(stale)} run(s) of this sweep were left unfinished in {str(store_path)!r} by "
             f"the local executor (e.g. {stale[0]}); finish them with `basevolve sweep "
             f"{sweep.source} --store {store_path}`, then rerun with --executor ray")
-    LimiterActor, NodeRunner = actor_classes(ray)
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     scratch = str(scratch_dir or default_scratch(store_path))
     nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
     if not nodes:
         raise ConfigError("the Ray cluster has no alive node with a CPU to run sweeps on")
-    runners = [NodeRunner.options(
-        num_cpus=1, max_concurrency=100_000,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-    ).remote(scratch, sweep.sandbox_workers) for n in nodes]
-    limiters = {ep: LimiterActor.options(num_cpus=0, max_concurrency=100_000).remote(
-        sweep.limit_of(ep)) for ep in sweep.endpoints}
-    held = ray.get([r.held.remote() for r in runners])  # run ids in each node's scratch
-    home = {rid: i for i, ids in enumerate(held) for rid in ids}
+    fleet = Fleet(ray, nodes, {ep: sweep.limit_of(ep) for ep in sweep.endpoints}, scratch,
+                  sweep.sandbox_workers, sweep.name)
+    home = _homes(ray, fleet)
     done = {p.run.run_id for p in planned if p.action == "done"}
     for rid in set(home) & done:  # imported, but the driver died before it said so
-        runners[home[rid]].forget.remote(rid)
+        runner = fleet.runners[home[rid]]
+        if runner is not None:
+            runner.forget.remote(rid)
 
     outcomes: dict[str, dict[str, Any]] = {}
     queue = [p for p in planned if p.action != "done"]
     busy: dict[str, float] = {}
-    load = [0.0] * len(runners)
-    active: dict[Any, tuple[PlannedRun, int]] = {}
+    load = [0.0] * len(nodes)
+    active: dict[Any, tuple[PlannedRun, int, Any]] = {}  # ref -> run, node, runner
     with RunStore(store_path) as store, RunLocks(store_path) as locks:
         idle: set[str] = set()
 
         def admit() -> None:
+            live = fleet.live()
             for p in list(queue):
+                if not live:  # every node given up: nothing can run this session
+                    queue.remove(p)
+                    _lost(p.run.run_id, "no node left to run it", outcomes, progress)
+                    continue
                 ep = p.run.endpoint
                 if busy.get(ep) and not may_admit(busy[ep], sweep.limit_of(ep), False):
                     if not may_admit(busy[ep], sweep.limit_of(ep), ep in idle):
@@ -153,65 +156,102 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
                                               "error": "driven by another process"}
                     progress.skipped(p.run.run_id, "another process drives it")
                     continue
-                i = home.get(p.run.run_id, min(range(len(runners)), key=load.__getitem__))
+                i = home.get(p.run.run_id)
+                if i is None or i not in live:
+                    i = min(live, key=load.__getitem__)
                 w = width(p.run.config)
                 busy[ep] = busy.get(ep, 0.0) + w
                 load[i] += w
-                ref = runners[i].run.remote(p.run.config.to_dict(), p.rank, limiters[ep], i,
-                                            sweep.name)
-                active[ref] = (p, i)
+                runner = fleet.runners[i]
+                ref = runner.run.remote(  # type: ignore[union-attr]
+                    p.run.config.to_dict(), p.rank, fleet.limiters[ep], fleet.owners[i],
+                    sweep.name)
+                active[ref] = (p, i, runner)
                 progress.started_run(p.run.run_id)
 
+        stats: dict[str, Any] = {}
         try:
             admit()
-            while active:
-                done, _ = ray.wait(list(active), num_returns=1, timeout=POLL_S)
-                for ref in done:
-                    p, i = active.pop(ref)
+            while active or queue:
+                ready, _ = ray.wait(list(active), num_returns=1, timeout=POLL_S) \
+                    if active else ([], [])
+                for ref in ready:
+                    p, i, runner = active.pop(ref)
                     busy[p.run.endpoint] -= width(p.run.config)
                     load[i] -= width(p.run.config)
-                    _collect(ray, ref, p, i, runners, limiters, store, outcomes, progress,
+                    _collect(ray, ref, p, i, runner, fleet, store, outcomes, progress,
                              import_run, build_summary)
                     locks.unlock(p.run.run_id)
-                for snaps in ray.get([r.snapshots.remote() for r in runners]):
-                    for snap in snaps:
-                        progress.update(snap)
-                now = ray.get([lim.stats.remote() for lim in limiters.values()])
-                idle = {ep for ep, st in zip(limiters, now, strict=True)
-                        if st["in_use"] < st["limit"] and not st["waiting"]}
+                for snap in fleet.snapshots():
+                    progress.update(snap)
+                now = fleet.stats()
+                stats.update({ep: st for ep, st in now.items() if st is not None})
+                idle = {ep for ep, st in now.items()
+                        if st is not None and st["in_use"] < st["limit"] and not st["waiting"]}
                 admit()
-            stats = ray.get([lim.stats.remote() for lim in limiters.values()])
+            stats.update({ep: st for ep, st in fleet.stats().items() if st is not None})
         finally:
-            for ref in active:
-                ray.cancel(ref, force=True)
-    return outcomes, dict(zip(limiters, stats, strict=True))
+            fleet.cancel(list(active))
+    return outcomes, {ep: stats.get(ep, {}) for ep in fleet.limiters}
 
 
-def _collect(ray: Any, ref: Any, p: PlannedRun, node: int, runners: list[Any],
-             limiters: dict[str, Any], store: Any, outcomes: dict[str, dict[str, Any]],
-             progress: SweepProgress, import_run: Any, build_summary: Any) -> None:
+def _homes(ray: Any, fleet: Any) -> dict[str, int]:
+    """Run id -> the node whose scratch store holds it (resumable there)."""
+    home: dict[str, int] = {}
+    for i in fleet.live():
+        runner = fleet.runners[i]
+        try:
+            ids = ray.get(runner.held.remote())
+        except ray.exceptions.RayActorError:
+            fleet.runner_died(i, runner)
+            continue
+        home.update(dict.fromkeys(ids, i))
+    return home
+
+
+def _lost(rid: str, why: str, outcomes: dict[str, dict[str, Any]],
+          progress: SweepProgress) -> None:
+    outcomes[rid] = {"status": "lost", "error": f"lost: {why}; rerun to retry"}
+    progress.failed(rid, outcomes[rid]["error"])
+
+
+def _collect(ray: Any, ref: Any, p: PlannedRun, node: int, runner: Any, fleet: Any,
+             store: Any, outcomes: dict[str, dict[str, Any]], progress: SweepProgress,
+             import_run: Any, build_summary: Any) -> None:
     rid = p.run.run_id
     try:
         rows = ray.get(ref)
-    except ray.exceptions.RayActorError as exc:  # the node died: its slots die with it
-        for lim in limiters.values():
-            lim.release_owner.remote(node)
-        outcomes[rid] = {"status": "failed", "error": f"node lost ({exc}); rerun to retry"}
-        progress.failed(rid, outcomes[rid]["error"])
-        return
-    except ray.exceptions.RayTaskError as exc:
+    except ray.exceptions.RayTaskError as exc:  # the runner is alive; the run raised
+        if fleet.dead(exc):  # an actor it used died under it (the endpoint's limiter)
+            for ep, lim in list(fleet.limiters.items()):
+                try:
+                    ray.get(lim.stats.remote())
+                except ray.exceptions.RayActorError:
+                    fleet.limiter_died(ep, lim)
+            _lost(rid, f"an actor it used died ({_first_line(exc.cause)})", outcomes,
+                  progress)
+            return
         cause = getattr(exc, "cause", None) or exc
         outcomes[rid] = {"status": "failed", "error": str(cause).splitlines()[-1]}
         progress.failed(rid, outcomes[rid]["error"])
+        return
+    except ray.exceptions.RayActorError as exc:  # its runner died: the run went with it
+        fleet.runner_died(node, runner)
+        _lost(rid, f"the node runner died ({_first_line(exc)})", outcomes, progress)
         return
     import_run(store, rows)
     summary = build_summary(store, p.run.config, None)
     summary["wall_s"] = rows.get("wall_s")
     summary.update({"best_program": None, "picture": None, "node": node})
     store.write_summary(rid, summary)
-    runners[node].forget.remote(rid)
+    runner.forget.remote(rid)
     outcomes[rid] = {"status": "finished", "summary": summary}
     progress.finished(rid, summary)
+
+
+def _first_line(exc: BaseException | None) -> str:
+    text = str(exc or "").strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:200]
 
 
 __all__ = ["RaySession", "connect", "default_scratch", "run_ray"]
