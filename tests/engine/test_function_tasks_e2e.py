@@ -144,3 +144,20 @@ def test_sigkill_and_resume_of_a_function_task_run_ends_at_exactly_c(tmp_path, m
                            "(SELECT call_id FROM calls WHERE status='lost')").fetchone()[0]
     assert lost >= 1 and reissued == lost  # killed with calls in flight; each re-issued once
     assert summary["best_score"] > initial_score(con, "victim")
+
+
+@pytest.mark.parametrize("name", ["bin_packing", "openevolve_dir"])
+def test_a_reply_without_a_program_is_recorded_at_the_runs_trust_level(tmp_path, name):
+    """A child with no program (the reply held none) is stored at the evaluator's trust
+    level, so a function-task run reports one level (it said 'trusted-evaluator,
+    trusted-scorer' when such a reply came, seen once in a long test run)."""
+    task = str(ROOT / "examples" / name) + ("" if name.endswith("_dir") else ".py")
+    level = "evaluator-in-sandbox" if name.endswith("_dir") else "trusted-evaluator"
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(["I would rather not write code today."]) as srv:
+        result = basevolve.run(task=task, budget=2, base_url=srv.base_url, store=store,
+                               run_id="nocode", params=1e9, progress=False)
+    con = sqlite3.connect(store)
+    rows = con.execute("SELECT trust, error FROM programs WHERE is_initial=0").fetchall()
+    assert len(rows) == 2 and all(t == level and "code" in e for t, e in rows), rows
+    assert result.summary["trust"] == level

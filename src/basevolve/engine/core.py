@@ -98,7 +98,7 @@ from basevolve.llm.flops import call_flops
 from basevolve.llm.settings import LLMSettings
 from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Child, Proposal
-from basevolve.records import Completion, Evaluation
+from basevolve.records import Completion, Evaluation, Trust
 from basevolve.store import RunStore
 from basevolve.store.failures import NO_SPACE, kind_of, store_failure
 from basevolve.tasks.base import Task
@@ -406,7 +406,9 @@ class Engine:
 
     def _evaluate_or_record(self, job: CallJob, code: str | None, error: str | None) -> None:
         if code is None:
-            self._record_child(job, None, Evaluation(score=0.0, valid=False,
+            # recorded at the evaluator's trust level: the run has one level, not two
+            trust = getattr(self.evaluator, "trust", Trust.SCORER)
+            self._record_child(job, None, Evaluation(score=0.0, valid=False, trust=trust,
                                                      error=error or "no program in the reply"))
         else:
             self.evals[asyncio.ensure_future(self.evaluator.evaluate(code))] = (job, code)

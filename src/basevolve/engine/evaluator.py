@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import SandboxError
-from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation
+from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.base import Task
 from basevolve.tasks.scoring import ScorerGuard, default_log_path
 
@@ -44,6 +44,8 @@ class SandboxEvaluator:
     ``pool``: None makes one on the first evaluation (closed by :meth:`aclose`); a pool
     passed in is the caller's and left open.
     """
+
+    trust = Trust.SCORER  # where its scores are computed (recorded with every program)
 
     def __init__(self, task: Task, pool: Any | None = None,
                  scorer_log: Path | None = None,

@@ -47,18 +47,20 @@ class FunctionEvaluator(SandboxEvaluator):
         return evaluation
 
     def evaluate_sync(self, code: str, timeout_s: float | None = None) -> Evaluation:
-        """Open a session on ``code``, let the task score it, close it (blocking).
+        """Open a session, let the task score the program, close it (blocking).
 
-        ``timeout_s``: the session's whole limit (default the task's ``timeout_s``;
-        ``basevolve evaluate --timeout`` overrides it)."""
+        ``timeout_s`` overrides the task's limit (``basevolve evaluate --timeout``); what
+        it limits, what runs in the session and how it is scored are the hooks below,
+        which a subclass (an OpenEvolve task directory) replaces."""
+        total, per_call = self.limits(timeout_s)
         try:
-            with self.pool.session(code, timeout_s=timeout_s or self.task.timeout_s,
-                                   call_timeout_s=self.session_call_timeout()) as program:
+            with self.pool.session(self.session_code(code), timeout_s=total,
+                                   call_timeout_s=per_call) as program:
                 if not program.alive:
                     evaluation = not_imported(program, self.trust)
                 else:
                     evaluation = self.scorer.guarded(
-                        lambda: self.score(program), method=self.method,
+                        lambda: self.score(program, code, per_call), method=self.method,
                         isolation=program.isolation, stdout=program.stdout,
                         stderr=program.stderr, trust=self.trust,
                         seconds=program.timeout_s - program.remaining_s)
@@ -69,10 +71,17 @@ class FunctionEvaluator(SandboxEvaluator):
         self._failures_in_row = 0
         return evaluation
 
-    def session_call_timeout(self) -> float:
-        return float(getattr(self.task, "call_timeout_s", self.task.timeout_s))
+    def limits(self, timeout_s: float | None) -> tuple[float, float]:
+        """(the session's whole limit, one call's default limit)."""
+        call = float(getattr(self.task, "call_timeout_s", self.task.timeout_s))
+        return float(timeout_s or self.task.timeout_s), call
 
-    def score(self, program: Any) -> Evaluation:
+    def session_code(self, code: str) -> str:
+        """What the session imports: the program itself."""
+        return code
+
+    def score(self, program: Any, code: str, call_timeout_s: float) -> Evaluation:
+        """The trusted Evaluation of an imported program (the task's evaluator)."""
         return self.task.evaluate_calls(program)
 
     async def execute(self, code: str) -> ExecResult:

@@ -18,10 +18,10 @@ the run); the sandbox failing counts towards ``MAX_SANDBOX_FAILURES_IN_ROW``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from basevolve.engine.function_eval import FunctionEvaluator
-from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, Trust
-from basevolve.tasks.function import not_imported
 from basevolve.tasks.openevolve_cascade import harness_source, session_timeout
 
 
@@ -31,32 +31,19 @@ class OpenEvolveEvaluator(FunctionEvaluator):
     trust = Trust.IN_SANDBOX
     method = "evaluate_candidate"
 
-    def evaluate_sync(self, code: str, timeout_s: float | None = None) -> Evaluation:
-        """One session: the harness imports evaluator.py, then each stage is called.
+    def limits(self, timeout_s: float | None) -> tuple[float, float]:
+        """Each ``evaluate``/stage call gets the directory's ``evaluator.timeout`` (or
+        ``basevolve evaluate --timeout``); the session, room for every stage."""
+        stage_s = float(timeout_s or self.task.timeout_s)
+        return session_timeout(stage_s, len(self.task.settings.stages)), stage_s
 
-        ``timeout_s``: the limit of each ``evaluate``/stage call (default the directory's
-        ``evaluator.timeout``; ``basevolve evaluate --timeout`` overrides it).
-        """
-        task = self.task
-        stage_s = float(timeout_s or task.timeout_s)
-        total = session_timeout(stage_s, len(task.settings.stages))
-        try:
-            with self.pool.session(harness_source(), timeout_s=total,
-                                   call_timeout_s=stage_s) as session:
-                if not session.alive:  # the harness itself did not start: the sandbox's fault
-                    evaluation = not_imported(session, self.trust)
-                else:
-                    evaluation = self.scorer.guarded(
-                        lambda: task.evaluate_candidate(session, code, stage_s),
-                        method=self.method, isolation=session.isolation,
-                        stdout=session.stdout, stderr=session.stderr, trust=self.trust,
-                        seconds=session.timeout_s - session.remaining_s)
-        except (SandboxError, OSError) as exc:
-            failed = self.sandbox_failure(exc)
-            return Evaluation(score=0.0, valid=False, error=f"crashed: {failed.error}",
-                              isolation=failed.isolation, trust=self.trust)
-        self._failures_in_row = 0
-        return evaluation
+    def session_code(self, code: str) -> str:
+        """The session imports basevolve's harness; the candidate travels as data."""
+        return harness_source()
+
+    def score(self, program: Any, code: str, call_timeout_s: float) -> Evaluation:
+        """The harness imports evaluator.py and runs the cascade's stages on ``code``."""
+        return self.task.evaluate_candidate(program, code, call_timeout_s)
 
 
 __all__ = ["OpenEvolveEvaluator"]

@@ -55,6 +55,8 @@ class TextEvaluator:
     :meth:`aclose` closes it (a client shared with the run's mutation calls is not).
     """
 
+    trust = Trust.NOT_RUN  # nothing is executed
+
     def __init__(self, task: TextTask, client: Any, *, own_client: bool = False,
                  max_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int = 0, max_in_flight: int = 16, no_usage: Any = None) -> None:
