@@ -113,7 +113,7 @@ class Completion:
 class Isolation(StrEnum):
     """How strongly a program was isolated; recorded in every evaluation."""
 
-    BWRAP = "bwrap"  # bubblewrap namespaces + private tmpfs + rlimits + uid drop
+    BWRAP = "bwrap"  # bubblewrap namespaces + private tmpfs + rlimits (+ uid drop as root)
     RLIMITS = "rlimits"  # fork + new session + rlimits (+ uid drop if root), no namespaces
     NONE = "none"  # in-process; only for trusted code (benchmarks)
     TEXT = "text"  # nothing executed: a text artifact scored by an answering LLM (issue 15)
