@@ -243,7 +243,8 @@ class PromptOptimization(TextTask):
         if failed:
             error = (f"{len(failed)} of {n} answer calls failed and count as wrong "
                      f"(last: {failed[-1]['error']})")
-        return TextScore(score, True, metrics, error, self.feedback(rows), tuple(rows))
+        return TextScore(score, True, metrics, error, feedback=self.feedback(rows),
+                         rows=tuple(rows))
 
     def feedback(self, rows: Sequence[dict[str, Any]]) -> str:
         """The evaluation's report for the next mutation prompt: accuracy and the first

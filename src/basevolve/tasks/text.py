@@ -84,7 +84,10 @@ class Answerer(Protocol):
 @dataclass(frozen=True, slots=True)
 class TextScore(ScoreResult):
     """What :meth:`TextTask.evaluate_text` found: a trusted score (as for programs), the
-    report shown to the next mutation prompt, and one row per answering request."""
+    report shown to the next mutation prompt, and one row per answering request.
+
+    Build it with keywords for ``feedback`` and ``rows``: they follow every field of
+    :class:`ScoreResult`, which may grow (``artifacts`` did, in issue 21)."""
 
     feedback: str = ""
     rows: tuple[dict[str, Any], ...] = ()
