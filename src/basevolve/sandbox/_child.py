@@ -206,13 +206,7 @@ def child_main(
         serve(req["code"], me)  # a call session: never returns
 
     def finish(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
-        if os.getpid() != me:  # a fork of the program must never write the result
-            os._exit(0)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        before_answer(me)
         try:
             write_all(RESULT_FD, result_frame(header, blobs))
             # Closing the pipes before _exit lets the worker answer without waiting for
@@ -226,6 +220,18 @@ def child_main(
     except BaseException as exc:  # the program's own failure, reported with its reason
         finish(failure(exc))
     finish(*run_function(mod, req["entry"], (), {}, me, session=False))
+
+
+def before_answer(me: int) -> None:
+    """Only the process the worker started may answer (a fork of the program exits
+    here); its buffered output is flushed first, so it arrives before the answer."""
+    if os.getpid() != me:
+        os._exit(0)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def load_program(code: str) -> types.ModuleType:
@@ -337,13 +343,7 @@ def serve(code: str, me: int) -> None:
     """
 
     def reply(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
-        if os.getpid() != me:
-            os._exit(0)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        before_answer(me)
         data = result_frame(header, blobs)
         try:
             write_all(RESULT_FD, struct.pack(">I", len(data)) + data)
