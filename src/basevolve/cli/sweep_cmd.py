@@ -64,7 +64,7 @@ def _status(args: argparse.Namespace) -> int:
     from basevolve.sweep.config import load_sweep
     from basevolve.sweep.status import render_status, sweep_status
 
-    doc = sweep_status(load_sweep(args.config), args.store)
+    doc = sweep_status(load_sweep(args.config), args.store, every_run=args.json)
     if args.json:
         print(json.dumps(doc, sort_keys=True))
     else:

@@ -39,10 +39,6 @@ the sweep resumes them by id.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -60,35 +56,26 @@ from basevolve.sweep.checks import (
     positive_int,
     type_words,
 )
-from basevolve.tasks.identity import resolve_task_spec
+from basevolve.sweep.grid import (
+    MAX_RUNS,
+    NOT_IDENTITY,
+    POWERS_OF_2,
+    GridRuns,
+    SweepRun,
+    endpoint_key,
+    expand,
+    powers_of_two,
+    prepare_block,
+)
 
-POWERS_OF_2 = "powers-of-2"
 DEFAULT_ENDPOINT_LIMIT = 16
 #: RunConfig fields a grid may name; ``run_id`` is derived, never given.
 RUN_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RunConfig) if f.name != "run_id")
 EXTRA_KEYS = ("breadth", "seeds", "zip")
-SWEEP_KEYS = ("name", "thresholds", "endpoint_limit", "sandbox_workers", "resamples")
+SWEEP_KEYS = ("name", "thresholds", "endpoint_limit", "sandbox_workers", "resamples",
+              "max_runs")
 ENDPOINT_KEYS = ("base_url", "limit")
 TOP_KEYS = ("sweep", "endpoints", "defaults", "grid")
-#: Keys left out of a run's identity hash (see the module docstring).
-NOT_IDENTITY = ("base_url", "request_timeout", "call_timeout")
-
-
-@dataclass(frozen=True)
-class SweepRun:
-    """One expanded run: its validated config, its cell and where it was declared."""
-
-    config: RunConfig
-    cell: tuple[tuple[str, Any], ...]  # the run's coordinates without the seed
-    block: int  # index of its [[grid]] block
-
-    @property
-    def run_id(self) -> str:
-        return self.config.run_id
-
-    @property
-    def endpoint(self) -> str:
-        return endpoint_key(self.config)
 
 
 @dataclass(frozen=True)
@@ -96,13 +83,14 @@ class SweepConfig:
     """A validated sweep: its runs in file order plus sweep-wide settings."""
 
     name: str
-    runs: tuple[SweepRun, ...]
+    runs: GridRuns  # a Sequence[SweepRun], stored compactly (basevolve.sweep.grid)
     limits: dict[str, int] = field(default_factory=dict)  # endpoint key -> in-flight limit
     endpoint_limit: int = DEFAULT_ENDPOINT_LIMIT
     thresholds: dict[str, tuple[float, ...]] = field(default_factory=dict)  # task ("*") -> taus
     sandbox_workers: int | None = None
     resamples: int = 1000
     source: str = ""
+    max_runs: int = MAX_RUNS
 
     def limit_of(self, endpoint: str) -> int:
         return self.limits.get(endpoint, self.endpoint_limit)
@@ -112,14 +100,7 @@ class SweepConfig:
 
     @property
     def endpoints(self) -> list[str]:
-        return sorted({r.endpoint for r in self.runs})
-
-
-def endpoint_key(cfg: RunConfig) -> str:
-    """The server a run's calls go to: its base URL, or the in-process embedded model."""
-    if cfg.base_url:
-        return cfg.base_url.rstrip("/")
-    return f"embedded:{cfg.model}"
+        return sorted({t.endpoint for t in self.runs.templates})
 
 
 # ---------------------------------------------------------------------- loading
@@ -163,24 +144,32 @@ def parse_sweep(data: dict[str, Any], *, source: str = "<sweep>") -> SweepConfig
         blocks = [blocks]
     if not isinstance(blocks, list):
         raise ConfigError(f"{source}: grid must be an array of tables ([[grid]])")
-    runs: list[SweepRun] = []
-    seen: dict[str, str] = {}
+    max_runs = head.get("max_runs", MAX_RUNS)
+    positive_int(max_runs, "sweep.max_runs", source)
+    prepared = []
+    total = 0
     for i, block in enumerate(blocks):
         where = f"grid[{i}]"
         block = as_table(block, where, source)
         _block_keys(block, where, source)
-        for run in _expand_block(_merge(defaults, block), i, where, source):
-            if run.run_id in seen:
-                raise ConfigError(f"{source}: {where} repeats run {run.run_id} of "
-                                  f"{seen[run.run_id]}; every run must be named once")
-            seen[run.run_id] = where
-            runs.append(run)
+        values, groups = _block_values(_merge(defaults, block), where, source)
+        prepared.append(prepare_block(i, values, groups, max_runs - total))
+        total += prepared[-1].count
+        if total > max_runs:  # counted, not expanded: refused before any run is built
+            b = prepared[-1]
+            more = " or more" if b.at_least else ""
+            alone = f" ({where} alone: {b.count:,}{more})" if len(prepared) > 1 else ""
+            raise ConfigError(
+                f"{source}: the grid names {total:,}{more} runs{alone}, more than "
+                f"sweep.max_runs = {max_runs:,}; check seeds and the lists, or raise the "
+                "bound with max_runs = N in [sweep] if you mean it (docs/sweeps.md)")
+    runs = expand(prepared, source)
     if not runs:
         raise ConfigError(f"{source}: the grid expands to no run; give every key at least "
                           "one value")
-    return SweepConfig(name=name, runs=tuple(runs), limits=limits, endpoint_limit=limit,
+    return SweepConfig(name=name, runs=runs, limits=limits, endpoint_limit=limit,
                        thresholds=thresholds, sandbox_workers=workers, resamples=resamples,
-                       source=source)
+                       source=source, max_runs=max_runs)
 
 
 # ---------------------------------------------------------------------- expansion
@@ -198,8 +187,11 @@ def _merge(defaults: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _expand_block(block: dict[str, Any], index: int, where: str,
-                  source: str) -> list[SweepRun]:
+def _block_values(block: dict[str, Any], where: str,
+                  source: str) -> tuple[dict[str, Any], list[tuple[str, ...]]]:
+    """Each key's values (``seeds = N`` as ``range(N)``, never a list of N) and the
+    block's zip groups, checked; :func:`basevolve.sweep.grid.prepare_block` counts and
+    expands them."""
     block = dict(block)
     zips = block.pop("zip", [])
     if "seeds" in block:
@@ -207,38 +199,17 @@ def _expand_block(block: dict[str, Any], index: int, where: str,
             raise ConfigError(f"{source}: {where}: give seed or seeds, not both")
         n = block.pop("seeds")
         positive_int(n, f"{where}.seeds", source)
-        block["seed"] = list(range(n))
+        block["seed"] = range(n)
     if "depth" in block and "breadth" in block:
         raise ConfigError(f"{source}: {where}: give depth or breadth, not both (C = T x N)")
     values = {k: _values(k, v, where, source) for k, v in block.items()}
-    groups = _zip_groups(zips, values, where, source)
-    factors: list[list[dict[str, Any]]] = []
-    grouped = {k for g in groups for k in g}
-    done: set[str] = set()
-    for key in values:
-        if key in done:
-            continue
-        group = next((g for g in groups if key in g), None)
-        if group is None:
-            factors.append([{key: v} for v in values[key]])
-            done.add(key)
-        else:
-            factors.append([dict(zip(group, vs, strict=True))
-                            for vs in zip(*(values[k] for k in group), strict=True)])
-            done.update(group)
-    assert grouped <= done
-    runs: list[SweepRun] = []
-    for combo in itertools.product(*factors):
-        given: dict[str, Any] = {}
-        for part in combo:
-            given.update(part)
-        for spec in _resolve_depths(given, where, source):
-            runs.append(_make_run(spec, index, where, source))
-    return runs
+    return values, _zip_groups(zips, values, where, source)
 
 
-def _values(key: str, value: Any, where: str, source: str) -> list[Any]:
+def _values(key: str, value: Any, where: str, source: str) -> list[Any] | range:
     """The values of one grid key; a list expands, anything else is one value."""
+    if isinstance(value, range):  # seeds = N: integers by construction, never copied
+        return value
     vals = value if isinstance(value, list) else [value]
     if not vals:
         raise ConfigError(f"{source}: {where}.{key} is an empty list, so the grid expands to "
@@ -263,69 +234,8 @@ def _values(key: str, value: Any, where: str, source: str) -> list[Any]:
     return vals
 
 
-def _resolve_depths(given: dict[str, Any], where: str, source: str) -> list[dict[str, Any]]:
-    budget = given.get("budget")
-    if budget is None:
-        raise ConfigError(f"{source}: {where}: no budget; every run needs budget = C")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ConfigError(f"{source}: {where}.budget must be an integer >= 1, got {budget!r}")
-    if "breadth" in given:
-        n = given.pop("breadth")
-        if budget % n:
-            raise ConfigError(f"{source}: {where}: breadth {n} does not divide budget {budget} "
-                              "(C = T x N)")
-        given["depth"] = budget // n
-    if given.get("depth") == POWERS_OF_2:
-        out = []
-        for t in powers_of_two(budget):
-            out.append({**given, "depth": t})
-        return out
-    return [given]
-
-
-def powers_of_two(budget: int) -> list[int]:
-    """T in {1, 2, 4, ..., C} (paper Section 4): the powers of 2 dividing C, then C itself."""
-    ts, t = [], 1
-    while t < budget and budget % t == 0:
-        ts.append(t)
-        t *= 2
-    return [*ts, budget]
-
-
-def _make_run(given: dict[str, Any], index: int, where: str, source: str) -> SweepRun:
-    if "task" not in given:
-        raise ConfigError(f"{source}: {where}: no task; every run needs a task")
-    identity = {k: v for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
-    run_id = "-".join([*_readable(given), digest.hexdigest()[:8]])
-    # A task file runs by absolute path (resume from anywhere); the id keeps the path as
-    # written, so moving the sweep folder does not rename its runs.
-    given = {**given, "task": resolve_task_spec(str(given["task"]))}
-    try:
-        cfg = RunConfig(**given, run_id=run_id)
-    except ConfigError as exc:
-        shown = ", ".join(f"{k}={v}" for k, v in given.items() if k in
-                          ("task", "model", "protocol", "allocator", "arms", "budget", "depth"))
-        raise ConfigError(f"{source}: {where} ({shown}): {exc}") from None
-    except TypeError as exc:  # a value of the wrong kind reached the dataclass
-        raise ConfigError(f"{source}: {where}: {exc}") from None
-    cell = tuple((k, _hashable(v)) for k, v in sorted(identity.items()) if k != "seed")
-    return SweepRun(cfg, cell, index)
-
-
-def _readable(given: dict[str, Any]) -> list[str]:
-    method = str(given.get("protocol", "greedy"))
-    alloc = given.get("allocator", "single")
-    if alloc != "single":
-        method += f"+{alloc}-K{given.get('arms', 1)}"
-    parts = [str(given["task"]), str(given.get("model", "embedded")), method,
-             f"C{given['budget']}", f"T{given.get('depth', given['budget'])}",
-             f"s{given.get('seed', 0)}"]
-    return [re.sub(r"[^A-Za-z0-9._+-]+", "_", p).strip("_") or "x" for p in parts]
-
-
 # ---------------------------------------------------------------------- helpers
-def _zip_groups(zips: Any, values: dict[str, list[Any]], where: str,
+def _zip_groups(zips: Any, values: dict[str, Any], where: str,
                 source: str) -> list[tuple[str, ...]]:
     if not isinstance(zips, list) or not all(isinstance(g, list) for g in zips):
         raise ConfigError(f"{source}: {where}.zip must be a list of key lists, e.g. "
@@ -382,15 +292,11 @@ def _block_keys(block: dict[str, Any], where: str, source: str) -> None:
     known_keys(block, RUN_KEYS + EXTRA_KEYS, f"{where}.", source)
 
 
-def _hashable(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
-
-
 def cell_label(cell: tuple[tuple[str, Any], ...]) -> str:
     """``task=cp model=m C=8 T=2`` -- a cell's coordinates, short names for C/T/N."""
     short = {"budget": "C", "depth": "T", "arms": "K"}
     return " ".join(f"{short.get(k, k)}={v}" for k, v in cell)
 
 
-__all__ = ["POWERS_OF_2", "SweepConfig", "SweepRun", "cell_label", "endpoint_key",
-           "load_sweep", "parse_sweep", "powers_of_two"]
+__all__ = ["MAX_RUNS", "NOT_IDENTITY", "POWERS_OF_2", "SweepConfig", "SweepRun", "cell_label",
+           "endpoint_key", "load_sweep", "parse_sweep", "powers_of_two"]

@@ -44,7 +44,7 @@ def check_names(sweep: SweepConfig) -> None:
     from basevolve.tasks import load_task
 
     seen: set[tuple[str, Any]] = set()
-    for run in sweep.runs:
+    for run in sweep.runs.templates:  # one per cell: names do not vary with the seed
         cfg = run.config
         checks = (("task", (cfg.task, json.dumps(cfg.task_params, sort_keys=True)),
                    lambda v: load_task(v[0], json.loads(v[1]))),
@@ -64,7 +64,7 @@ def check_names(sweep: SweepConfig) -> None:
 def probe_endpoints(sweep: SweepConfig) -> None:
     from basevolve.engine.endpoints import probe_endpoint
 
-    for url in sorted({r.config.base_url for r in sweep.runs if r.config.base_url}):
+    for url in sorted({t.config.base_url for t in sweep.runs.templates if t.config.base_url}):
         probe_endpoint(url)
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.errors import StoreError
-from basevolve.sweep.config import NOT_IDENTITY, SweepConfig, SweepRun
+from basevolve.sweep.config import NOT_IDENTITY, SweepConfig
+from basevolve.sweep.grid import GridRuns, SweepRun
 
 #: Runs admitted per endpoint until their widths add up to this many times its limit.
 #: Why more than 1x: a greedy run has no call in flight while its generation is being
@@ -62,11 +63,19 @@ def rounds(cfg: RunConfig) -> float:
     return cfg.budget / width(cfg)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlannedRun:
-    run: SweepRun
+    """A run to do, its rank and action.  Small on purpose (issue 22, item 6): a grid of
+    100,000 runs is planned as 100,000 of these; ``run`` is a handle made on access."""
+
+    runs: GridRuns
+    index: int
     rank: int  # 0 = first to start and first served at the endpoint
     action: str  # "start" | "resume" | "done"
+
+    @property
+    def run(self) -> SweepRun:
+        return self.runs[self.index]
 
 
 def plan(sweep: SweepConfig, stored: dict[str, dict[str, Any]]) -> list[PlannedRun]:
@@ -76,18 +85,19 @@ def plan(sweep: SweepConfig, stored: dict[str, dict[str, Any]]) -> list[PlannedR
     whose config differs from the expanded one (someone reused the id by hand) is
     refused: resuming it would mix two experiments under one name.
     """
-    order = sorted(range(len(sweep.runs)),
-                   key=lambda i: (-rounds(sweep.runs[i].config), i))
+    runs = sweep.runs
+    per_template = [rounds(t.config) for t in runs.templates]  # a run's rounds: its cell's
+    order = sorted(range(len(runs)),
+                   key=lambda i: (-per_template[runs.template_index(i)], i))
     out = []
     for rank, i in enumerate(order):
-        run = sweep.runs[i]
-        row = stored.get(run.run_id)
+        row = stored.get(runs.run_id_at(i))
         if row is None:
             action = "start"
         else:
-            check_same(run, json.loads(row["config_json"]))
+            check_same(runs[i], json.loads(row["config_json"]))
             action = "done" if row["status"] == "finished" else "resume"
-        out.append(PlannedRun(run, rank, action))
+        out.append(PlannedRun(runs, i, rank, action))
     return out
 
 

@@ -14,18 +14,22 @@ import time
 from collections import defaultdict
 from typing import Any, TextIO
 
-from basevolve.sweep.config import SweepConfig, SweepRun
+from basevolve.sweep.config import SweepConfig
+from basevolve.sweep.grid import GridRuns, SweepRun
 from basevolve.terminal import clean
 
 MAX_ROWS = 20  # cells shown live; the final summary lists them all
 
 
-def cell_labels(runs: tuple[SweepRun, ...] | list[SweepRun]) -> dict[Any, str]:
+def cell_labels(runs: GridRuns | list[SweepRun]) -> dict[Any, str]:
     """Cell -> label naming only the coordinates that vary across the sweep.
 
     A key one block gives and another leaves at its default (``allocator`` in a BaSE
-    row beside greedy rows) varies too, so values come from the resolved config.
+    row beside greedy rows) varies too, so values come from the resolved config.  A
+    grid is read one run per cell (a cell's runs differ only in their seeds).
     """
+    if isinstance(runs, GridRuns):
+        runs = runs.representatives()
     keys = sorted({k for r in runs for k, _ in r.cell}, key=_key_order)
     values = {r.cell: {k: getattr(r.config, k) for k in keys} for r in runs}
     varying = [k for k in keys if len({_show(v[k]) for v in values.values()}) > 1]
@@ -64,9 +68,10 @@ class SweepProgress:
         self.stream = stream or sys.stderr
         self.every_s = every_s
         self.name = sweep.name
-        self.runs = {r.run_id: r for r in sweep.runs}
-        self.labels = cell_labels(sweep.runs)
-        self.total_calls = sum(r.config.budget for r in sweep.runs)
+        self.grid = sweep.runs
+        self.runs = {rid: i for i, rid in enumerate(self.grid.ids())}  # run id -> index
+        self.labels = cell_labels(self.grid)
+        self.total_calls = self.grid.total_budget()
         self.calls: dict[str, int] = {}
         self.flops: dict[str, float] = {}
         self.best: dict[str, float | None] = {}
@@ -141,9 +146,10 @@ class SweepProgress:
 
     def cells(self) -> list[dict[str, Any]]:
         rows: dict[Any, dict[str, Any]] = {}
-        for rid, run in self.runs.items():
-            row = rows.setdefault(run.cell, {"cell": self.labels[run.cell], "runs": 0,
-                                             "done": 0, "running": 0, "best": None})
+        for rid, i in self.runs.items():
+            cell = self.grid.template_at(i).cell
+            row = rows.setdefault(cell, {"cell": self.labels[cell], "runs": 0,
+                                         "done": 0, "running": 0, "best": None})
             row["runs"] += 1
             row["done"] += self.state[rid] == "done"
             row["running"] += self.state[rid] == "running"

@@ -23,12 +23,12 @@ from basevolve.sweep.status import read_state
 
 def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict[str, Any]]:
     """One row per cell with at least one finished run (cells in file order)."""
-    stored = read_state(store_path)
+    stored = read_state(store_path, configs=False)
     labels = cell_labels(sweep.runs)
     by_cell: dict[Any, list[float]] = {}
     task_of: dict[Any, str] = {}
     for run in sweep.runs:
-        task_of[run.cell] = run.config.task
+        task_of[run.cell] = run.template.config.task
         row = stored.get(run.run_id)
         if row and row["status"] == "finished" and row["best"] is not None:
             by_cell.setdefault(run.cell, []).append(float(row["best"]))

@@ -23,8 +23,12 @@ from basevolve.sweep.progress import cell_labels
 STATES = ("finished", "running", "interrupted", "failed", "pending")
 
 
-def read_state(store_path: str | Path) -> dict[str, dict[str, Any]]:
-    """Per stored run: status, error, config_json, counted calls, FLOPs, best score."""
+def read_state(store_path: str | Path, *, configs: bool = True) -> dict[str, dict[str, Any]]:
+    """Per stored run: status, error, config_json, counted calls, FLOPs, best score.
+
+    ``configs=False`` leaves ``config_json`` out (NULL): ``--status`` and the reliability
+    table do not need it, and it is the largest field of a stored run.
+    """
     path = Path(store_path)
     if inspect_file(path) == "new":
         return {}
@@ -36,7 +40,8 @@ def read_state(store_path: str | Path) -> dict[str, dict[str, Any]]:
     read_leniently(con)  # a run's error with invalid UTF-8 reads as U+FFFD
     try:
         runs = {r["run_id"]: dict(r) for r in con.execute(
-            "SELECT run_id, status, error, config_json, budget FROM runs")}
+            "SELECT run_id, status, error, "
+            + ("config_json" if configs else "NULL AS config_json") + ", budget FROM runs")}
         for r in con.execute("SELECT run_id, coalesce(sum(counted),0) AS calls, "
                              "coalesce(sum(flops),0) AS flops FROM calls GROUP BY run_id"):
             if r["run_id"] in runs:
@@ -55,9 +60,14 @@ def read_state(store_path: str | Path) -> dict[str, dict[str, Any]]:
     return runs
 
 
-def sweep_status(sweep: SweepConfig, store_path: str | Path) -> dict[str, Any]:
-    """The status document (``--status --json`` prints it as is)."""
-    stored = read_state(store_path)
+def sweep_status(sweep: SweepConfig, store_path: str | Path, *,
+                 every_run: bool = True) -> dict[str, Any]:
+    """The status document (``--status --json`` prints it as is).
+
+    ``every_run=False`` keeps only the failed runs in ``run_list`` (all the text view
+    shows): a grid of 100,000 runs then costs no dictionary per run (issue 22, item 6).
+    """
+    stored = read_state(store_path, configs=False)
     labels = cell_labels(sweep.runs)
     counts = dict.fromkeys(STATES, 0)
     cells: dict[Any, dict[str, Any]] = {}
@@ -71,9 +81,10 @@ def sweep_status(sweep: SweepConfig, store_path: str | Path) -> dict[str, Any]:
         calls += c
         flops += row["flops"] if row else 0.0
         best = row["best"] if row else None
-        runs.append({"run_id": run.run_id, "cell": labels[run.cell], "status": state,
-                     "calls": c, "budget": run.config.budget, "best": best,
-                     "error": row.get("error") if row and state == "failed" else None})
+        if every_run or state == "failed":
+            runs.append({"run_id": run.run_id, "cell": labels[run.cell], "status": state,
+                         "calls": c, "budget": run.template.config.budget, "best": best,
+                         "error": row.get("error") if row and state == "failed" else None})
         cell = cells.setdefault(run.cell, {"cell": labels[run.cell], "runs": 0,
                                            **dict.fromkeys(STATES, 0), "best": None})
         cell["runs"] += 1
@@ -83,7 +94,7 @@ def sweep_status(sweep: SweepConfig, store_path: str | Path) -> dict[str, Any]:
     return {
         "sweep": sweep.name, "store": str(store_path), "runs_total": len(sweep.runs),
         "runs": counts, "calls": int(calls),
-        "calls_total": sum(r.config.budget for r in sweep.runs), "flops": flops,
+        "calls_total": sweep.runs.total_budget(), "flops": flops,
         "complete": counts["finished"] == len(sweep.runs),
         "cells": list(cells.values()), "run_list": runs,
     }
