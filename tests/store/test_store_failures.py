@@ -88,12 +88,14 @@ COMMANDS = {
                "8", "--repeats", "2"],
     "resume": ["run", "--resume", RUN_ID, "--out", "{tmp}/out"],
     "sweep_status": ["sweep", "{tmp}/sweep.toml", "--status"],
+    "sweep": ["sweep", "{tmp}/sweep.toml"],
 }
 DAMAGE = ["flipped:runs", "flipped:calls", "flipped:programs", "truncated_half",
           "truncated_header", "not_sqlite"]
 SWEEP = """[[grid]]
 task = "min_max_distance"
 model = "test-model"
+params = 1e9
 budget = 4
 """
 
@@ -114,6 +116,22 @@ def test_every_reading_command_refuses_a_damaged_store(good_store: Path, tmp_pat
         assert str(store) in err, f"{name}: {err}"
         assert store.read_bytes() == before, f"{name} changed the damaged store"
         assert not (tmp_path / "out" / "best_program.py").exists()
+
+
+@pytest.mark.parametrize("how", ["truncated_half", "truncated_header", "not_sqlite"])
+def test_the_dashboard_refuses_a_store_it_cannot_open(good_store: Path, tmp_path: Path,
+                                                      how: str) -> None:
+    """A store damaged where the dashboard looks first (its header and schema) is refused
+    before it serves; damage inside a table shows on the pages (the dashboard's own
+    tests)."""
+    store = _damaged(good_store, tmp_path, how)
+    before = store.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "basevolve", "dashboard", "--store",
+                           str(store), "--port", "0"], capture_output=True, text=True,
+                          timeout=300)  # a fail-safe only: a refusal takes seconds
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and len(err.splitlines()) == 1 and str(store) in err, err
+    assert store.read_bytes() == before
 
 
 def test_a_damaged_table_is_named_damaged_with_a_way_out(good_store: Path, tmp_path: Path,
