@@ -1,5 +1,5 @@
 """Dashboard latency benchmark (issue 14): run page of a C = 512, K = 10 run, runs list of
-10,000 runs.
+10,000 runs, and (issue 22, item 11) the run page of a 20,000-call run.
 
 Targets: the run page served in <= 300 ms; the runs list stays fast with 10,000 runs.
 
@@ -8,6 +8,12 @@ Two stores, both real:
 * **run store**: one BaSE run (UCB, K = 10 greedy N = 1 trajectories, C = 512) against
   the LLM test server (valid circle-packing replies, every child sandboxed and scored)
   through ``start_run``, exactly as ``basevolve run`` does;
+* **long store**: one BaSE run (UCB, K = 10, C = ``--long-calls``, 20,000 by default)
+  built the same way (a few minutes; ``--keep`` reuses it, ``--long-calls 0`` skips it).
+  Its run page is timed twice: with the store unchanged between requests (the page is
+  then served from the dashboard's per-store-version cache) and with a commit to the
+  store before every request (waiting 0.3 s so the dashboard's watcher sees it), i.e.
+  recomputed every time as while the run is live;
 * **list store**: 10,000 finished runs written through :class:`basevolve.store.RunStore`
   (run row, K trajectories, initial program, summary; no LLM calls, so it builds in
   seconds), 1 in 4 tagged with a ``sweep`` key, 1 in 10 left ``running`` with 8 calls
@@ -22,7 +28,7 @@ is the first request (cold caches; the sweep page is then cached until the store
 changes), median/p95 over ``--repeat`` further requests.
 
     python benchmarks/dashboard_latency.py [--runs 10000] [--budget 512] [--arms 10]
-        [--repeat 30] [--keep DIR]
+        [--long-calls 20000] [--repeat 30] [--keep DIR]
 
 Prints a table and a JSON line.
 """
@@ -33,11 +39,13 @@ import argparse
 import http.client
 import json
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +125,24 @@ class Server:
         self.proc.wait(10)
 
 
-def measure(srv: Server, paths: list[str], repeat: int) -> dict[str, Any]:
+def touch(store: Path, run_id: str) -> None:
+    """Commit a write (the run's ``updated_at``, as a live run does), so the dashboard's
+    next request sees a new store version.  (A write of an unchanged value commits no
+    page, and SQLite's data_version then stays the same.)"""
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (time.time(), run_id))
+    con.close()
+    time.sleep(0.3)  # > the watcher's 0.25 s between data_version checks
+
+
+def measure(srv: Server, paths: list[str], repeat: int,
+            before: Callable[[], None] | None = None) -> dict[str, Any]:
     first = sum(srv.get(p)[0] for p in paths)  # cold: imports, connections, caches empty
     samples, size = [], 0
     for _ in range(repeat):
+        if before is not None:
+            before()
         total = 0.0
         for p in paths:
             ms, n = srv.get(p)
@@ -136,6 +158,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--budget", type=int, default=512)
     ap.add_argument("--arms", type=int, default=10)
+    ap.add_argument("--long-calls", type=int, default=20_000,
+                    help="C of the long run (0: skip it)")
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--keep", type=Path, help="build (or reuse) the stores in this folder")
     args = ap.parse_args()
@@ -147,6 +171,11 @@ def main() -> None:
         t0 = time.perf_counter()
         build_run_store(run_db, args.budget, args.arms)
         print(f"built the C={args.budget}, K={args.arms} run in {time.perf_counter() - t0:.1f} s")
+    long_db, long_id = folder / f"long-{args.long_calls}.sqlite", f"base-ucb-C{args.long_calls}-K10"
+    if args.long_calls and not long_db.exists():
+        t0 = time.perf_counter()
+        build_run_store(long_db, args.long_calls, 10)
+        print(f"built the C={args.long_calls}, K=10 run in {time.perf_counter() - t0:.1f} s")
     if not list_db.exists():
         t0 = time.perf_counter()
         build_list_store(list_db, args.runs)
@@ -163,6 +192,21 @@ def main() -> None:
                      measure(srv, [f"/api/program?run={run_id}&id=400"], args.repeat), None))
     finally:
         srv.close()
+    if args.long_calls:
+        srv = Server(long_db)
+        try:
+            page = ["/run", f"/api/run?id={long_id}"]
+            rows.append((f"run page, C={args.long_calls} K=10, store unchanged (cached)",
+                         measure(srv, page, args.repeat), 300.0))
+            rows.append((f"run page, C={args.long_calls} K=10, store changing (recomputed)",
+                         measure(srv, page, args.repeat, lambda: touch(long_db, long_id)),
+                         300.0))
+            rows.append(("calls table, page 150 of 200 (/api/calls)",
+                         measure(srv, [f"/api/calls?run={long_id}&page=150"], args.repeat), None))
+            rows.append(("errors table, page 1 (/api/errors)",
+                         measure(srv, [f"/api/errors?run={long_id}"], args.repeat), None))
+        finally:
+            srv.close()
     srv = Server(list_db)
     try:
         for label, path in [

@@ -17,6 +17,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from test_dashboard_browser import open_page
 from basevolve.config import RunConfig
 from basevolve.dashboard import run_data
 from basevolve.dashboard.db import ReadOnlyStore
+from basevolve.dashboard.run_cache import RunRows
 from basevolve.engine import start_run
 from basevolve.store import RunStore
 from basevolve.sweep.status import read_state
@@ -238,6 +240,57 @@ def test_a_run_that_changes_is_rebuilt(long_store, tmp_path):
         wait_for(lambda: api(d, f"/api/run?id={LONG}")["run"]["status"] == "interrupted")
     finally:
         d.close()
+
+
+def test_rows_kept_between_requests_match_a_fresh_read_during_a_live_run(tmp_path, pool):
+    """RunRows reads again only what can have changed (pending calls, rows after the last
+    seq); during a real run, each incremental page equals a page read from scratch in the
+    same snapshot of the store."""
+    db = tmp_path / "live.sqlite"
+    done: dict = {}
+    with LLMTestServer(seeded_packing_reply, latency_s=0.05) as srv:
+        cfg = RunConfig(task="circle_packing", model="test-model", base_url=srv.base_url,
+                        params=1e9, budget=40, allocator="ucb", arms=2, run_id="live",
+                        max_in_flight=4)
+        worker = threading.Thread(target=lambda: done.update(
+            start_run(cfg, db, out_dir=tmp_path / "out", pool=pool)), daemon=True)
+        worker.start()
+        while not db.exists():
+            time.sleep(0.05)
+        store = ReadOnlyStore(db) if _has_run(db) else None
+        rows, seen, pending = RunRows("live"), 0, 0
+        while worker.is_alive() or seen == 0:
+            if store is None:
+                store = ReadOnlyStore(db) if _has_run(db) else None
+                continue
+            store.db.execute("BEGIN")  # one snapshot for both reads
+            try:
+                rows.refresh(store)
+                kept, fresh = run_data.run_page(store, "live", rows), run_data.run_page(store, "live")
+            finally:
+                store.db.execute("COMMIT")
+            if kept is None:
+                continue
+            assert json.dumps(kept, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+            seen += 1
+            pending += kept["totals"]["calls_pending"] > 0
+        worker.join(60)
+    print(f"compared {seen} pages, {pending} with calls in flight")
+    assert done["calls_completed"] == 40 and seen >= 3 and pending >= 1, (seen, pending)
+    rows.refresh(store)
+    assert rows.refresh(store) is False  # nothing left to read: the page is kept
+    assert run_data.run_page(store, "live", rows)["totals"]["calls_done"] == 40
+
+
+def _has_run(db: Path) -> bool:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
 
 
 def wait_for(check, timeout_s: float = 60.0) -> None:

@@ -33,7 +33,8 @@ from starlette.staticfiles import StaticFiles
 from basevolve.dashboard.db import ReadOnlyStore, connect_readonly
 from basevolve.dashboard.details import call_detail, program_detail
 from basevolve.dashboard.picture import Pictures, PictureUnavailable
-from basevolve.dashboard.run_data import run_mark, run_page
+from basevolve.dashboard.run_cache import RunRows
+from basevolve.dashboard.run_data import run_page
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 from basevolve.dashboard.runs import RunsQuery, runs_page, sweeps_overview
 from basevolve.dashboard.security import Guard
@@ -42,6 +43,7 @@ from basevolve.errors import ConfigError
 POLL_S = 0.5
 HEARTBEAT_S = 15.0
 CACHE_ENTRIES = 64
+RUN_CACHE_ENTRIES = 8  # runs whose rows are kept (a 20,000-call run: ~15 MB)
 
 
 def static_dir() -> Path:
@@ -139,28 +141,30 @@ def create_app(store_path: str | Path, *, token: str | None = None,
         data["sweeps"] = watcher.cached("sweeps", lambda: sweeps_overview(store))
         return Json(data)
 
-    runs_seen: dict[str, tuple[int, Any, bytes | None]] = {}  # run id -> version, mark, body
+    runs_seen: dict[str, tuple[int, RunRows, bytes | None]] = {}  # id -> version, rows, body
 
     def api_run(request: Request) -> Response:
         """The run page's JSON, encoded once per change of the run: kept while the store
-        version is the same, and after a commit while the run's own mark is
-        (:func:`~basevolve.dashboard.run_data.run_mark`), so a long run's page is not
-        rebuilt because another run of the store moved."""
+        version is the same; after a commit, the run's rows are read again only where
+        they can have changed (:class:`~basevolve.dashboard.run_cache.RunRows`) and the
+        page rebuilt only if they did, so a long live run costs what changed, and a
+        finished run is not rebuilt because another run of the store moved."""
         run_id = request.query_params.get("id", "")
         version = watcher.poll()
         hit = runs_seen.get(run_id)
         if hit is not None and hit[0] == version:
             body = hit[2]
         else:
-            mark = run_mark(store, run_id)
-            if hit is not None and hit[1] == mark:
-                body = hit[2]
-            else:
-                data = run_page(store, run_id)
-                body = None if data is None else Json(data).body
-            if len(runs_seen) >= CACHE_ENTRIES:
+            rows = hit[1] if hit is not None else RunRows(run_id)
+            with rows.lock:
+                if rows.refresh(store) or hit is None:
+                    data = run_page(store, run_id, rows)
+                    body = None if data is None else Json(data).body
+                else:
+                    body = hit[2]
+            if len(runs_seen) >= RUN_CACHE_ENTRIES and run_id not in runs_seen:
                 runs_seen.clear()
-            runs_seen[run_id] = (version, mark, body)
+            runs_seen[run_id] = (version, rows, body)
         if body is None:
             return _error(404, "no such run")
         return Response(body, media_type="application/json")

@@ -1,6 +1,6 @@
 """The run page's programs: the best program and the lineage of accepted programs.
 
-Vectorised over the run's programs (numpy columns, :func:`~basevolve.dashboard.db.columns`):
+Vectorised over the run's programs (numpy columns, :mod:`basevolve.dashboard.run_cache`):
 a run of 20,000 calls has 20,000 programs, and a Python loop over row objects for the
 best and per-trajectory bests was a quarter of its run page's server time.
 """
@@ -11,27 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from basevolve.dashboard.db import ReadOnlyStore, columns
+from basevolve.dashboard.run_cache import PROGRAMS
 
-_NAMES = ("program_id", "call_id", "is_initial", "seq", "trajectory", "generation",
-          "parent_id", "score", "valid", "has_error", "eval_flops", "eval_tokens")
-_FLOATS = frozenset({"call_id", "seq", "trajectory", "parent_id", "score", "eval_flops",
-                     "eval_tokens"})
+_NAMES = PROGRAMS
 
 
 class Programs:
-    """The run's programs, told order (the initial program first): rows and columns."""
+    """The run's programs, told order (the initial program first): the rows as tuples
+    (for the lineage listed) and as numpy columns (for the searches), both from
+    :class:`~basevolve.dashboard.run_cache.RunRows`."""
 
-    def __init__(self, store: ReadOnlyStore, run_id: str) -> None:
-        cost = ("eval_flops, eval_tokens" if store.has("programs", "eval_flops")
-                else "0.0, 0")
-        self.rows = store.query(f"""
-            SELECT program_id, call_id, is_initial, seq, trajectory, generation, parent_id,
-                   score, valid, coalesce(error != '', 0), {cost}
-            FROM programs WHERE run_id = ? ORDER BY coalesce(seq, -1), program_id""",
-                                (run_id,))
-        self.cols = columns(self.rows, _NAMES, floats=_FLOATS,
-                            bools=frozenset({"is_initial", "valid", "has_error"}))
+    def __init__(self, rows: list[Any], cols: dict[str, np.ndarray]) -> None:
+        self.rows, self.cols = rows, cols
 
     def _row(self, i: int | None) -> dict[str, Any] | None:
         return None if i is None else dict(zip(_NAMES, self.rows[i], strict=True))

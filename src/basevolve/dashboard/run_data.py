@@ -30,19 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from basevolve.dashboard.db import ReadOnlyStore, columns
+from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.dashboard.lineage import Programs, lineage
+from basevolve.dashboard.run_cache import RunRows
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 
 MAX_POINTS = 2000  # points per chart series sent; a chart is ~1,400 pixels wide
-
-#: columns of the one scan of a run's calls (the charts, totals and error list need no more)
-_SCAN = ("call_id", "call_index", "seq", "trajectory", "parent_id", "pending", "lost",
-         "failed", "counted", "has_error", "flops", "prompt_tokens", "cached_tokens",
-         "completion_tokens", "score", "valid", "tell_seq")
-_FLOAT = frozenset({"parent_id", "flops", "score", "tell_seq"})  # nullable: NULL -> nan
-_BOOL = frozenset({"pending", "lost", "failed", "counted", "has_error", "valid"})
-
 
 def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     row = store.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -58,21 +51,11 @@ def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     return run
 
 
-def _scan(store: ReadOnlyStore, run_id: str, programs: Programs) -> dict[str, np.ndarray]:
-    """The run's calls in call order, one numpy array per column of :data:`_SCAN`.
-
-    Only numbers (no text: decoding 20,000 status strings costs more than comparing
-    them in SQL), read in one pass of the run's rows; each call's child (score, valid,
-    told at) is matched from ``programs`` by call id rather than joined in SQL, which
-    was a third of the scan.
-    """
-    rows = store.query("""
-        SELECT call_id, call_index, seq, trajectory, parent_id, status = 'pending',
-               status = 'lost', status = 'failed', counted, coalesce(error != '', 0),
-               coalesce(flops, 0.0), coalesce(prompt_tokens, 0), coalesce(cached_tokens, 0),
-               coalesce(completion_tokens, 0)
-        FROM calls WHERE run_id = ? ORDER BY call_index""", (run_id,))
-    calls = columns(rows, _SCAN[:-3], floats=_FLOAT, bools=_BOOL)
+def _with_children(rows: RunRows, programs: Programs) -> dict[str, np.ndarray]:
+    """The run's calls (call order) with each one's child: score, valid, told at (the
+    program's ``seq``), matched by call id in numpy rather than joined in SQL."""
+    assert rows.calls is not None
+    calls = dict(rows.calls)
     n = calls["call_id"].size
     calls["score"], calls["tell_seq"] = np.full(n, np.nan), np.full(n, np.nan)
     calls["valid"] = np.zeros(n, dtype=bool)
@@ -151,33 +134,21 @@ def scatter(calls: dict[str, np.ndarray]) -> dict[str, list[Any]]:
                                                          strict=True)]}
 
 
-def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
-    """Cumulative pulls per arm after each pull (assign/ask events) and the last summary.
-
-    Two light queries, not one row per event: the pulled arms in order, and per arm the
-    counts and reward sums SQLite adds up itself.
-    """
+def pulls(store: ReadOnlyStore, run_id: str, arms: int,
+          events: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Cumulative pulls per arm after each pull (assign/ask events) and the last summary."""
     k = max(arms, 1)
-    arm = np.array([r[0] for r in store.query(
-        "SELECT trajectory FROM allocations WHERE run_id = ? AND kind IN ('assign', 'ask') "
-        "ORDER BY seq", (run_id,))], dtype=np.int64)
-    arm = np.where((arm >= 0) & (arm < k), arm, 0)
+    traj = events["trajectory"]
+    traj = np.where((traj >= 0) & (traj < k), traj, 0)
+    arm = traj[events["pull"]]
     per_arm = np.zeros((k, arm.size + 1), dtype=np.int64)
     if arm.size:
         per_arm[arm, np.arange(1, arm.size + 1)] = 1
     per_arm = np.cumsum(per_arm, axis=1)
     keep = even(arm.size + 1)
-    eligible = store.has("allocations", "n_eligible")
-    stats = store.query(f"""
-        SELECT CASE WHEN trajectory >= 0 AND trajectory < :k THEN trajectory ELSE 0 END AS t,
-               count(*), sum(kind = 'ask'),
-               {'coalesce(sum(kind = ' + "'ask'" + ' AND n_eligible > 1), 0)' if eligible else 'NULL'},
-               total(CASE WHEN kind = 'tell' THEN reward END),
-               count(CASE WHEN kind = 'tell' THEN reward END)
-        FROM allocations WHERE run_id = :r GROUP BY t""", {"k": k, "r": run_id})
-    mean: list[float | None] = [None] * k
-    for t, _, _, _, total, n in stats:
-        mean[t] = total / n if n else None
+    told = events["tell"] & ~np.isnan(events["reward"])
+    n = np.bincount(traj[told], minlength=k)
+    total = np.bincount(traj[told], weights=events["reward"][told], minlength=k)
     last = store.one("SELECT summary_json FROM allocations WHERE run_id = ? AND summary_json "
                      "IS NOT NULL ORDER BY seq DESC LIMIT 1", (run_id,))
     summary: Any = None
@@ -186,10 +157,12 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int) -> dict[str, Any]:
             summary = json.loads(last[0])
         except ValueError:
             summary = last[0]
+    choice = (int((events["ask"] & events["choice"]).sum())
+              if store.has("allocations", "n_eligible") else None)
     return {"x": keep.tolist(), "per_arm": per_arm[:, keep].tolist(), "summary": summary,
-            "events": sum(r[1] for r in stats), "asks": sum(r[2] for r in stats),
-            "asks_with_choice": sum(r[3] for r in stats) if eligible else None,
-            "thinned": bool(keep.size < arm.size + 1), "mean_reward": mean}
+            "events": int(events["seq"].size), "asks": int(events["ask"].sum()),
+            "asks_with_choice": choice, "thinned": bool(keep.size < arm.size + 1),
+            "mean_reward": [float(t / c) if c else None for t, c in zip(total, n, strict=True)]}
 
 
 def _eval_totals(store: ReadOnlyStore, run_id: str, programs: Programs) -> dict[str, Any]:
@@ -220,38 +193,23 @@ def _trajectories(store: ReadOnlyStore, run_id: str, calls: dict[str, np.ndarray
     return rows
 
 
-def run_mark(store: ReadOnlyStore, run_id: str) -> tuple[Any, ...]:
-    """A value that changes whenever anything the run page shows of ``run_id`` does.
+def run_page(store: ReadOnlyStore, run_id: str,
+             rows: RunRows | None = None) -> dict[str, Any] | None:
+    """Everything the run page draws (module doc), or None for an unknown run.
 
-    Why: the dashboard keeps a run's page until this changes, instead of until *any*
-    commit to the store -- in a sweep's store other runs commit all the time, and a
-    20,000-call run's page costs ~200 ms of CPU to rebuild.  Per the store's contract
-    (no rewriting) the run's rows change only by insertion (counts and largest ``seq``)
-    and by these updates: the run row itself, a call finishing or being lost
-    (``completed_at`` set), a text reply told (``told_seq``) and the pull counters.
-    Costs one pass over the run's calls' ``completed_at``, no row materialised.
+    ``rows``: the run's rows as kept between requests (refreshed by the caller); None
+    reads them now.
     """
-    told = ", total(told_seq)" if store.has("calls", "told_seq") else ""
-    parts: list[Any] = [store.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))]
-    for sql in (f"SELECT count(*), max(seq), total(completed_at){told} FROM calls "
-                "WHERE run_id = ?",
-                "SELECT count(*), max(seq) FROM programs WHERE run_id = ?",
-                "SELECT count(*), max(seq) FROM allocations WHERE run_id = ?",
-                "SELECT count(*), total(pulls) FROM trajectories WHERE run_id = ?"):
-        parts.append(store.one(sql, (run_id,)))
-    if store.has("solutions"):
-        parts.append(store.one("SELECT count(*) FROM solutions WHERE run_id = ?", (run_id,)))
-    return tuple(None if r is None else tuple(r) for r in parts)
-
-
-def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
-    """Everything the run page draws (module doc), or None for an unknown run."""
     run = run_header(store, run_id)
     if run is None:
         return None
+    if rows is None:
+        rows = RunRows(run_id)
+        rows.refresh(store)
+    assert rows.programs is not None and rows.events is not None
     arms = int(run["arms"] or 1)
-    programs = Programs(store, run_id)
-    calls = _scan(store, run_id, programs)
+    programs = Programs(rows.program_rows, rows.programs)
+    calls = _with_children(rows, programs)
     initial, best = programs.initial, programs.best
     start = None if initial is None else initial["score"]
     parent = calls["parent_id"]
@@ -260,14 +218,12 @@ def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     solution = store.has("solutions") and best is not None and store.one(
         "SELECT 1 FROM solutions WHERE run_id = ? AND program_id = ?",
         (run_id, best["program_id"])) is not None
-    attempts = store.one("SELECT count(*), count(DISTINCT call_id) FROM attempts WHERE call_id "
-                         "IN (SELECT call_id FROM calls WHERE run_id = ?)", (run_id,))
     totals = {
         "calls_done": int(calls["counted"].sum()),
         "calls_pending": int(calls["pending"].sum()),
         "calls_lost": int(calls["lost"].sum()),
         "calls_failed": int(calls["failed"].sum()),
-        "retries": int(attempts[0] - attempts[1]),  # type: ignore[index]
+        "retries": int(np.maximum(calls["attempts"] - 1, 0).sum()),
         "flops": float(calls["flops"].sum()),
         **{k: int(calls[k].sum()) for k in ("prompt_tokens", "cached_tokens",
                                             "completion_tokens")},
@@ -283,7 +239,8 @@ def run_page(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     return {
         "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
         "progress": progress(calls, start, arms), "scatter": scatter(calls),
-        "pulls": pulls(store, run_id, arms), "lineage": lineage(programs, parents, call_of),
+        "pulls": pulls(store, run_id, arms, rows.events),
+        "lineage": lineage(programs, parents, call_of),
         "calls": calls_page(store, run_id, first), "errors": errors_page(store, run_id, first, keys),
         "picture": {"stored": bool(solution)},
     }
