@@ -18,6 +18,11 @@ ray --address auto|HOST:PORT``.  Layout:
   soon as it finishes (``--status``, the dashboard), and a driver killed half-way has
   lost nothing that finished.  The driver is the store's only writer.
 
+Authentication (issue 22, item 15): before connecting to ``HOST:PORT`` the driver asks
+whether the cluster wants a token and whether it would take this driver's
+(:mod:`basevolve.sweep.ray_auth`), so a refused driver is one line, not Ray's retries;
+a cluster that runs code for anyone gets a warning on stderr.
+
 Killing the driver and rerunning resumes: finished runs are in the store and skipped;
 an unfinished run resumes from its scratch store when it is scheduled on the node that
 holds it (the driver asks each node which runs it holds) and otherwise starts afresh on
@@ -77,14 +82,52 @@ def connect(address: str | None) -> RaySession:
             raise ConfigError(
                 f"cannot reach the Ray cluster at {address!r} ({exc.strerror or exc}); start "
                 "it with `ray start --head` on the head node, or fix --address") from None
+    protected = None if address == "auto" else _check_token(address)
+    refused = getattr(ray.exceptions, "AuthenticationError", ConnectionError)  # Ray >= 2.52
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except (ConnectionError, RuntimeError, ValueError, refused) as exc:
         raise ConfigError(f"cannot connect to the Ray cluster at {address!r}: "
                           f"{str(exc).splitlines()[0] if str(exc) else exc}; start it with "
-                          "`ray start --head`, or fix --address (a cluster started by `ray "
-                          "start` with Ray >= 2.59 wants RAY_AUTH_MODE=token here too)") from None
+                          "`ray start --head`, or fix --address (an authenticated cluster, "
+                          "as docs/sweeps.md starts it, wants RAY_AUTH_MODE=token here "
+                          "too)") from None
+    _warn_if_open(ray, address, protected)
     return RaySession(ray, owned=True)
+
+
+def _check_token(address: str) -> bool | None:
+    """Whether the cluster at ``address`` wants a token (module ray_auth); refuse now,
+    in one line, a driver whose token it would refuse."""
+    import os
+
+    from basevolve.sweep.ray_auth import requires_token, token_refused
+
+    protected = requires_token(address)
+    if protected and token_refused(address):
+        mode = os.environ.get("RAY_AUTH_MODE", "")
+        fix = ("its token does not match the cluster's: use the token file of the head "
+               "node (~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)"
+               if mode.lower() == "token" else
+               "run with RAY_AUTH_MODE=token and the cluster's token (~/.ray/auth_token, "
+               "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN)")
+        raise ConfigError(f"the Ray cluster at {address!r} requires token authentication "
+                          f"and would refuse this driver: {fix}; see docs/sweeps.md")
+    return protected
+
+
+def _warn_if_open(ray: Any, address: str, protected: bool | None) -> None:
+    """Say loudly when the cluster just reached runs code for anyone (module ray_auth)."""
+    import sys
+
+    from basevolve.sweep.ray_auth import requires_token, warning
+
+    gcs = ray.get_runtime_context().gcs_address or address
+    if protected is None:  # --address auto, or the first check failed: check the GCS found
+        protected = requires_token(gcs)
+    line = warning(address if address != "auto" else gcs, protected)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
 
 
 def default_scratch(store_path: str | Path) -> str:
