@@ -140,6 +140,15 @@ def test_invalid_jsonl_names_the_line(tmp_path: Path) -> None:
         load_qa(path)
 
 
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_json_nested_100k_deep_is_one_clear_error(tmp_path: Path, name: str) -> None:
+    """A hostile dataset (issue 22, item 8, for --task-param dataset=): RecursionError
+    inside json.loads became a traceback; now one TaskError naming the file."""
+    path = write(tmp_path, name, "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(TaskError, match=rf"{name.replace('.', '[.]')}.* nested too deeply"):
+        load_qa(path)
+
+
 def test_jsonl_line_that_is_not_an_object(tmp_path: Path) -> None:
     path = write(tmp_path, "list.jsonl", '["q", "a"]\n')
     with pytest.raises(TaskError, match=r"list\.jsonl: line 1 is a JSON list, not an object"):

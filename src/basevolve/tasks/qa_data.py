@@ -159,6 +159,9 @@ def _jsonl_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
                 f"({exc.msg} at column {exc.colno}); write one JSON object "
                 f"per line"
             ) from None
+        except RecursionError:  # a hostile file: nested deeper than the parser's stack
+            raise TaskError(f"QA data file {file}: line {number} is nested too deeply to "
+                            "be a QA row; write one flat JSON object per line") from None
         if not isinstance(row, dict):
             raise TaskError(
                 f"QA data file {file}: line {number} is a JSON "
@@ -196,6 +199,9 @@ def _hotpot_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
             f"QA data file {file} is not valid JSON ({exc.msg} at line "
             f"{exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:  # a hostile file: nested deeper than the parser's stack
+        raise TaskError(f"QA data file {file} is nested too deeply to be a QA set; "
+                        f"{expected}") from None
     if not isinstance(data, list):
         raise TaskError(f"QA data file {file} holds a JSON {type(data).__name__}; {expected}")
     for index, entry in enumerate(data):
