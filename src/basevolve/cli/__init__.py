@@ -16,6 +16,7 @@ import importlib
 import os
 import sqlite3
 import sys
+import warnings
 from collections.abc import Sequence
 
 from basevolve.errors import BasevolveError
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None, *,
     parser = build_parser(modules)
     args = parser.parse_args(argv)
     install_clean_logging()  # a logged LLM retry quotes the server: printed clean
+    # The sandbox's fallback warning is also logged, and the logger prints it (clean);
+    # Python's own warning display would print it a second time, raw.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"basevolve\.")
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
