@@ -34,6 +34,7 @@ import json
 import os
 import select
 import signal
+import struct
 import sys
 import time
 import types
@@ -242,11 +243,17 @@ def main() -> None:
             spare = spawn_spare(cfg, libc)
         header, result, pending = evaluate(req, raw, spare, cfg)
         spare = None
-        write_frame(proto_out, json.dumps(header).encode())
-        write_frame(proto_out, result)
+        answer(proto_out, header, result)
         if pending is not None:
             let_exit(pending)
         spare = spawn_spare(cfg, libc)
+
+
+def answer(proto_out: int, header: dict[str, Any], result: bytes) -> None:
+    """The header frame and the result frame in one write: the parent wakes once."""
+    head = json.dumps(header).encode()
+    _child.write_all(proto_out, struct.pack(">I", len(head)) + head
+                     + struct.pack(">I", len(result)) + result)
 
 
 def session_request(op: str, req: dict[str, Any], raw: bytes, spare: dict[str, Any] | None,
@@ -269,8 +276,7 @@ def session_request(op: str, req: dict[str, Any], raw: bytes, spare: dict[str, A
         header, result = _session.close(cfg)
     else:
         header, result = {"ended": True, "protocol_error": f"unknown op {op!r}"}, b""
-    write_frame(proto_out, json.dumps(header).encode())
-    write_frame(proto_out, result)
+    answer(proto_out, header, result)
     if _session.CURRENT is None and spare is None:
         spare = spawn_spare(cfg, libc)
     return spare
