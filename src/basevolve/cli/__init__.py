@@ -7,6 +7,12 @@ parsed namespace and returning an exit code).  ``main`` turns every
 (2 for user mistakes) without a traceback; argparse usage errors also exit 2.  So does
 a store SQLite cannot read or write (damaged, disk full, locked:
 :mod:`basevolve.store.failures`) and a disk that filled up while writing any file.
+
+Only the named command's module is imported (issue 24, item 8): ``--version``, the
+top-level ``--help`` and a mistyped command import none of them (the analysis commands
+pull in statsmodels, pandas and scipy: ~1.5 s of CPU each start).  :data:`COMMANDS`
+lists every command's one-line help so the top-level help needs no import; a test
+checks it against what each module registers.
 """
 
 from __future__ import annotations
@@ -39,13 +45,43 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: command -> (module that registers it, its one-line help), in --help order.  The help
+#: must equal the module's own (tests/cli/test_cli_startup.py checks it).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("basevolve.cli.run_cmd", "run one fixed-budget evolution (or --resume one)"),
+    "tasks": ("basevolve.cli.tasks_cmd", "list the built-in tasks, or --show one"),
+    "evaluate": ("basevolve.cli.tasks_cmd", "score program files on a task in the sandbox"),
+    "models": ("basevolve.cli.models_cmd", "list the model catalog"),
+    "llm-check": ("basevolve.cli.models_cmd",
+                  "send one short prompt and print latency, tokens and FLOPs"),
+    "runs": ("basevolve.cli.store_cmd", "list the runs in a store"),
+    "export": ("basevolve.cli.store_cmd", "write a store's tables as CSV or Parquet"),
+    "replay": ("basevolve.cli.replay_cmd", "offline BaSE: bandits over logged greedy N=1 runs"),
+    "analyze": ("basevolve.cli.analyze_cmd", "statistics of the paper from a store or runs table"),
+    "report": ("basevolve.cli.analyze_cmd", "Markdown/LaTeX tables and figures into a folder"),
+    "simulate-server": ("basevolve.cli.simulate_cmd",
+                        "serve the simulated mutation LLM for a built-in task (OpenAI protocol)"),
+    "sweep": ("basevolve.cli.sweep_cmd",
+              "run a grid of runs (resumable), show its --status, or `init` a preset"),
+    "dashboard": ("basevolve.cli.dashboard_cmd", "serve a live, read-only web view of a run store"),
+    "advise": ("basevolve.cli.advise_cmd",
+               "recommend depth/breadth (and K, allocator) for a budget C"),
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(2, f"basevolve: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
-    """The parser with the sub-commands of ``modules`` (default: all of them)."""
+def build_parser(modules: Sequence[str] = COMMAND_MODULES, *,
+                 lazy_for: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with the sub-commands of ``modules`` (default: all of them).
+
+    With ``lazy_for`` (the command line), only the module of the command it names is
+    imported; every other command is a placeholder with its :data:`COMMANDS` help, so
+    ``--help`` lists it and an unknown command is refused with the full list.
+    """
     from basevolve import __version__
 
     parser = _Parser(
@@ -54,7 +90,13 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     )
     parser.add_argument("--version", action="version", version=f"basevolve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    wanted = None if lazy_for is None else _named_module(lazy_for)
     for name in modules:
+        if lazy_for is not None and name != wanted:
+            for command, (module_name, text) in COMMANDS.items():
+                if module_name == name:
+                    sub.add_parser(command, help=text, add_help=False)
+            continue
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -65,9 +107,17 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     return parser
 
 
+def _named_module(argv: Sequence[str]) -> str | None:
+    """The module of the command ``argv`` names: its first word not an option (the
+    top-level parser has only -h/--help and --version, which take no value)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return COMMANDS[first][0] if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None, *,
          modules: Sequence[str] = COMMAND_MODULES) -> int:
-    parser = build_parser(modules)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(modules, lazy_for=argv)
     args = parser.parse_args(argv)
     install_clean_logging()  # a logged LLM retry quotes the server: printed clean
     # The sandbox's fallback warning is also logged, and the logger prints it (clean);

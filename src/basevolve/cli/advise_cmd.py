@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from basevolve.analysis.advise import AdviceConfig, advise, jsonable
-from basevolve.analysis.pilot import pilot_budgets, pilot_calls, pilot_toml
 from basevolve.errors import BasevolveError, ConfigError
 
 #: exit status when the store cannot carry advice (not a user mistake: no traceback, no 2)
@@ -65,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pilot(args: argparse.Namespace) -> int:
+    # imported when used, not at the top: --help and errors import no analysis (issue 24, item 8)
+    from basevolve.analysis.pilot import pilot_budgets, pilot_calls, pilot_toml
+
     budgets = args.pilot_budgets or pilot_budgets(args.budget)
     if args.pilot_seeds < 1:
         raise ConfigError(f"--pilot-seeds must be >= 1, got {args.pilot_seeds}")
@@ -155,6 +156,9 @@ def run(args: argparse.Namespace) -> int:
     from basevolve.analysis.tables import load_tables
 
     tables = load_tables(store=args.store)
+    # after the tables: a wrong --store is one line without statsmodels (issue 24, item 8)
+    from basevolve.analysis.advise import AdviceConfig, advise, jsonable
+
     try:
         logged = load_scores(args.store, args.task, args.model)
     except BasevolveError:

@@ -134,13 +134,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load_and_analyze(args: argparse.Namespace):
-    from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
     from basevolve.analysis.tables import load_tables
 
     tables = load_tables(
         input=args.input, trajectories=args.trajectories, store=args.store, children=args.children,
         budget_axis=args.budget_axis,
     )
+    # after the tables: a wrong --store is one line without statsmodels' ~1 s (issue 24, item 8)
+    from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
+
     cfg = AnalysisConfig(
         resamples=args.resamples,
         shuffles=args.shuffles,
@@ -153,10 +155,10 @@ def _load_and_analyze(args: argparse.Namespace):
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from basevolve.analysis.pipeline import to_jsonable
-
     _, result = _load_and_analyze(args)
     if args.json:
+        from basevolve.analysis.pipeline import to_jsonable
+
         json.dump(to_jsonable(result), sys.stdout, allow_nan=False)
         sys.stdout.write("\n")
         return 0
@@ -190,9 +192,9 @@ def run_analyze(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    tables, result = _load_and_analyze(args)
     from basevolve.report import write_report
 
-    tables, result = _load_and_analyze(args)
     try:
         index = write_report(result, tables, args.out)
     except OSError as exc:

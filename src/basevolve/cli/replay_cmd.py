@@ -14,10 +14,6 @@ import argparse
 import json
 import sys
 
-import numpy as np
-
-from basevolve.allocators import ALLOCATORS
-from basevolve.analysis.replay import check_replayable, load_scores, replay
 from basevolve.errors import ConfigError
 
 
@@ -43,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def allocator_names(spec: str, arms: int) -> list[str]:
     """'all' = every registered allocator that accepts K arms; else a comma list."""
+    from basevolve.allocators import ALLOCATORS  # imported per command (issue 24, item 8)
+
     if spec == "all":
         return [n for n in ALLOCATORS.names() if n != "single" or arms == 1]
     names = [s.strip() for s in spec.split(",") if s.strip()]
@@ -55,6 +53,10 @@ def allocator_names(spec: str, arms: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from basevolve.analysis.replay import check_replayable, load_scores, replay
+
     names = allocator_names(args.allocator, args.arms)
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {args.repeats}")
