@@ -83,10 +83,20 @@ def run(args: argparse.Namespace) -> int:
           f"K={args.arms}, "
           f"C={args.budget}, R={args.repeats}, {len(run_ids)} logged N=1 runs{left}")
     marks = sorted({args.arms, args.budget // 4, args.budget // 2, args.budget} - {0})
-    head = "  ".join(f"@{m:<6d}" for m in marks)
-    print(f"{'allocator':<12} {'mean':>7} {'IQM':>7} {'95% CI':>17}   curve {head}")
-    for name, s in out["allocators"].items():
-        curve = "  ".join(f"{s['curve'][m - 1]:<7.4f}" for m in marks)
-        print(f"{name:<12} {s['mean']:7.4f} {s['iqm']:7.4f} [{s['ci_low']:.4f}, {s['ci_high']:.4f}]"
-              f"   curve {curve}")
+    header = ["allocator", "mean", "IQM", "95% CI", *(f"@{m}" for m in marks)]
+    rows = [[name, f"{s['mean']:.4f}", f"{s['iqm']:.4f}", f"[{s['ci_low']:.4f}, {s['ci_high']:.4f}]",
+             *(f"{s['curve'][m - 1]:.4f}" for m in marks)] for name, s in out["allocators"].items()]
+    print(aligned([header, *rows], left=(0, 3)))
+    print(f"@n: mean best fitness after n calls (curve); CI over the R={args.repeats} seeds")
     return 0
+
+
+def aligned(rows: list[list[str]], left: tuple[int, ...] = (0,)) -> str:
+    """Rows as columns as wide as their widest cell (issue 24, item 14: long allocator
+    names such as ``successive_halving`` and wide numbers pushed later columns out of
+    line).  Columns in ``left`` are left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) if i in left else cell.rjust(w)
+                  for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows)
