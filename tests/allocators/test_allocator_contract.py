@@ -43,14 +43,14 @@ def drive(alloc: Allocator, steps: int, seed: int = 7) -> list[int]:
 def test_registry_has_every_policy():
     assert set(NAMES) == {"single", "random", "round_robin", "ucb", "exp3p", "thompson",
                           "thompson_plain", "successive_halving", "successive_rejects",
-                          "sw_ucb", "d_ucb"}
+                          "sw_ucb", "d_ucb", "adaptive_ucb"}
     for name in NAMES:
         assert issubclass(ALLOCATORS.get(name), Allocator)
         assert ALLOCATORS.get(name).name == name
 
 
 def test_unknown_allocator_is_config_error():
-    with pytest.raises(ConfigError, match=r"unknown allocator 'ucbb'; known: d_ucb, exp3p"):
+    with pytest.raises(ConfigError, match=r"unknown allocator 'ucbb'; known: adaptive_ucb, d_ucb, exp3p"):
         ALLOCATORS.get("ucbb")
 
 

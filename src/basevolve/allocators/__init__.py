@@ -14,6 +14,7 @@
 ``successive_rejects``  fixed-budget best-arm identification (Audibert & Bubeck 2010)
 ``sw_ucb``              sliding-window UCB (Garivier & Moulines 2011), non-stationary rewards
 ``d_ucb``               discounted UCB (Garivier & Moulines 2011), non-stationary rewards
+``adaptive_ucb``        AdaEvolve's island choice: UCB over decayed, normalised improvements
 ======================  ===================================================================
 
 Usage (the engine's contract)::
@@ -27,6 +28,7 @@ Usage (the engine's contract)::
 from __future__ import annotations
 
 from basevolve.allocators import (
+    adaptive_ucb,
     d_ucb,
     exp3p,
     random_policy,
@@ -50,7 +52,7 @@ from basevolve.allocators.base import (
 
 # imported for registration
 del d_ucb, exp3p, random_policy, round_robin, single, successive_halving, successive_rejects
-del sw_ucb, thompson, ucb
+del adaptive_ucb, sw_ucb, thompson, ucb
 
 __all__ = [
     "ALLOCATORS",
