@@ -161,4 +161,31 @@ def test_plain_export_still_writes_the_stored_tables(tmp_path: Path, capsys):
     make_store(store)
     assert main(["export", "--store", str(store), "--out", str(tmp_path / "raw")]) == 0
     names = {Path(p).name for p in capsys.readouterr().out.split()}
-    assert {"runs.csv", "calls.csv", "attempts.csv", "programs.csv"} <= names
+    assert {"runs_raw.csv", "calls.csv", "attempts.csv", "programs.csv",
+            "trajectories_raw.csv"} <= names
+
+
+def test_both_exports_share_a_folder_without_overwriting(tmp_path: Path, capsys):
+    """Issue 24, item 13: ``export`` and ``export --for-analysis`` both wrote a
+    ``trajectories.csv`` (and a ``runs.csv``) with different contents; into the same
+    folder the second silently replaced the first.  Now no name is shared, each file
+    keeps its own contents, and the tidy tables still round-trip through analyze."""
+    store = tmp_path / "runs.sqlite"
+    make_store(store)
+    direct = _analyze(capsys, "--store", str(store))
+    out = tmp_path / "both"
+    assert main(["export", "--store", str(store), "--out", str(out), "--json"]) == 0
+    raw = {Path(p).name for p in json.loads(capsys.readouterr().out)}
+    raw_bytes = {name: (out / name).read_bytes() for name in raw}
+    assert main(["export", "--store", str(store), "--out", str(out), "--for-analysis",
+                 "--json"]) == 0
+    tidy = {Path(p).name for p in json.loads(capsys.readouterr().out)}
+    assert tidy == {"runs.csv", "trajectories.csv", "children.csv"}
+    assert not raw & tidy, raw & tidy
+    assert {name: (out / name).read_bytes() for name in raw} == raw_bytes  # nothing replaced
+    stored = pd.read_csv(out / "trajectories_raw.csv")
+    tidy_traj = pd.read_csv(out / "trajectories.csv")
+    assert list(tidy_traj.columns) != list(stored.columns)  # really two different tables
+    again = _analyze(capsys, "--input", str(out / "runs.csv"), "--trajectories",
+                     str(out / "trajectories.csv"), "--children", str(out / "children.csv"))
+    assert again == direct

@@ -165,7 +165,7 @@ def test_runs_and_export_work_on_invalid_utf8(bad_store, tmp_path):
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     text = (tmp_path / "raw" / "calls.csv").read_text(encoding="utf-8")
     assert "reply" + SHOWN in text
-    assert "test-model" + SHOWN in (tmp_path / "raw" / "runs.csv").read_text(encoding="utf-8")
+    assert "test-model" + SHOWN in (tmp_path / "raw" / "runs_raw.csv").read_text(encoding="utf-8")
     out = cli("export", "--store", str(bad_store), "--out", str(tmp_path / "tidy"),
               "--for-analysis")
     assert out.returncode == 0, out.stderr

@@ -181,7 +181,7 @@ def test_the_run_listing_and_export_show_the_budget(tmp_path, capsys):
     assert main(["runs", "--store", str(db)]) == 0
     assert "2e+04 tokens" in capsys.readouterr().out
     assert main(["export", "--store", str(db), "--out", str(tmp_path / "raw")]) == 0
-    assert '""budget_tokens"": 20000' in (tmp_path / "raw" / "runs.csv").read_text()
+    assert '""budget_tokens"": 20000' in (tmp_path / "raw" / "runs_raw.csv").read_text()
     assert main(["export", "--store", str(db), "--for-analysis", "--budget-axis", "tokens",
                  "--out", str(tmp_path / "ex")]) == 0
     runs = pd.read_csv(tmp_path / "ex" / "runs.csv")

@@ -151,8 +151,8 @@ def test_children_table(store_path):
 def test_export_writes_tidy_tables(store_path, tmp_path, fmt):
     paths = export_tables(store_path, tmp_path / "out", fmt, run_id="r")
     names = sorted(p.stem for p in paths)
-    assert names == sorted(["runs", "calls", "attempts", "programs", "allocations", "trajectories",
-                            "eval_calls"])
+    assert names == sorted(["runs_raw", "calls", "attempts", "programs", "allocations",
+                            "trajectories_raw", "eval_calls"])  # issue 24, item 13
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     assert len(read(tmp_path / "out" / f"programs.{fmt}")) == 4
     assert len(read(tmp_path / "out" / f"calls.{fmt}")) == 3

@@ -1,6 +1,7 @@
 """``basevolve runs`` (list the runs of a store) and ``basevolve export`` (its tables).
 
-``export`` writes the store's tables as they are stored; ``export --for-analysis``
+``export`` writes the store's tables as they are stored (``runs`` and ``trajectories``
+as ``runs_raw`` and ``trajectories_raw``, issue 24, item 13); ``export --for-analysis``
 writes the three tidy tables the analysis reads instead (``runs``, ``trajectories``,
 ``children``: finished runs only, exactly what ``analyze --store`` uses), so
 ``analyze --input runs.csv --trajectories trajectories.csv --children children.csv``
@@ -26,9 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON list on the last line")
     p.set_defaults(func=runs_command)
     e = sub.add_parser("export", help="write a store's tables as CSV or Parquet",
-                       description="Write the tables of a store (runs, calls, attempts, "
-                                   "programs, allocations, trajectories) as CSV or Parquet "
-                                   "files, or with --for-analysis the tidy tables that "
+                       description="Write the tables of a store (runs_raw, calls, attempts, "
+                                   "programs, allocations, trajectories_raw, eval_calls) as "
+                                   "CSV or Parquet files, or with --for-analysis the tidy "
+                                   "tables (runs, trajectories, children) that "
                                    "`basevolve analyze --input` reads.")
     e.add_argument("--store", required=True, help="run store file")
     e.add_argument("--run", help="only this run id")

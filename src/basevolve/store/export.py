@@ -26,6 +26,11 @@ TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
 RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories",
               "eval_calls")  # eval_calls: a text task's answering-LLM calls (issue 15)
+#: file names of the raw tables whose names the tidy tables of ``export --for-analysis``
+#: (runs, trajectories, children: what ``analyze --input`` reads) already use.  Both
+#: exports wrote a ``runs.csv`` and a ``trajectories.csv`` with different contents, and
+#: into the same default folder one overwrote the other (issue 24, item 13).
+RAW_FILE_NAMES: dict[str, str] = {"runs": "runs_raw", "trajectories": "trajectories_raw"}
 
 
 def _read(store_path: str | Path, sql: str, params: tuple = ()) -> pd.DataFrame:
@@ -132,7 +137,9 @@ def raw_table(store_path: str | Path, table: str, run_id: str | None = None) -> 
 
 def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
                   run_id: str | None = None) -> list[Path]:
-    """Write every raw table as ``<table>.csv`` or ``<table>.parquet``; return the paths."""
+    """Write every raw table as ``<table>.csv`` or ``<table>.parquet`` (``runs`` and
+    ``trajectories`` as ``runs_raw`` and ``trajectories_raw``: :data:`RAW_FILE_NAMES`);
+    return the paths."""
     writers = {"csv": lambda df, p: df.to_csv(p, index=False),
                "parquet": lambda df, p: df.to_parquet(p, index=False)}
     if fmt not in writers:
@@ -155,7 +162,7 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
     try:
         out.mkdir(parents=True, exist_ok=True)
         for table in RAW_TABLES:
-            path = out / f"{table}.{fmt}"
+            path = out / f"{RAW_FILE_NAMES.get(table, table)}.{fmt}"
             writers[fmt](raw_table(store_path, table, run_id), path)
             paths.append(path)
     except OSError as exc:
