@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     # %%
     task = SpreadNine()
     with LLMTestServer(scripted_reply) as server:
-        common = {"base_url": server.base_url, "store": store, "progress": False}
+        common = {"base_url": server.base_url, "params": 1e9, "store": store, "progress": False}
         greedy = basevolve.run(task, args.budget, depth=4, run_id="greedy-T4", **common)
         base = basevolve.run(task, args.budget, allocator="ucb", arms=4, run_id="base-ucb-K4",
                              **common)

@@ -211,13 +211,13 @@ def test_cli_advise_refusal_exits_3_with_the_pilot(tmp_path, capsys):
 def test_cli_advise_pilot_writes_a_sweep_config(tmp_path, capsys):
     out = tmp_path / "pilot.toml"
     assert cli("advise", "--pilot", "--task", "t", "--model", "m", "--budget", 512,
-               "--out", out) == 0
+               "--params", "1B", "--base-url", "http://h:1/v1", "--out", out) == 0
     assert "912 LLM calls" in capsys.readouterr().out
     doc = tomllib.loads(out.read_text())
     assert doc["grid"][0]["budget"] == [8, 16, 32]
     before = out.read_text()
     assert cli("advise", "--pilot", "--task", "t", "--model", "m", "--budget", 512,
-               "--out", out) == 2
+               "--params", "1B", "--base-url", "http://h:1/v1", "--out", out) == 2
     err = capsys.readouterr().err
     assert "exists" in err and err.count("\n") == 1 and out.read_text() == before
 

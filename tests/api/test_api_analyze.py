@@ -20,7 +20,7 @@ def runs(tmp_path_factory):
     valid packing whose score depends on the call's seed, so runs differ."""
     store = tmp_path_factory.mktemp("an") / "s.sqlite"
     with LLMTestServer(seeded_packing_reply, latency_s=0.0) as srv:
-        common = {"base_url": srv.base_url, "store": store, "progress": False}
+        common = {"base_url": srv.base_url, "params": 1e9, "store": store, "progress": False}
         results = [basevolve.run("circle_packing", 4, depth=d, seed=s, **common)
                    for d in (1, 2) for s in (0, 1)]
         results.append(basevolve.run("circle_packing", 4, allocator="ucb", arms=2, **common))

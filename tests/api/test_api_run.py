@@ -47,7 +47,9 @@ class Distinct(basevolve.Task):
 
 @pytest.fixture()
 def server():
-    with LLMTestServer(latency_s=0.01) as srv:
+    # a catalog model: basevolve.run(base_url=...) uses the model the server lists, as
+    # `basevolve run --base-url` does (issue 24, item 1)
+    with LLMTestServer(latency_s=0.01, model_ids=["Qwen/Qwen3-1.7B"]) as srv:
         yield srv
 
 
@@ -202,7 +204,7 @@ def test_interrupting_a_blocking_run_inside_a_loop_stops_it(tmp_path, sigint_han
         basevolve.run(TASK, 8, base_url=url, store=store, run_id="k", max_in_flight=1,
                       progress=tick)
 
-    with LLMTestServer(latency_s=0.2) as server:
+    with LLMTestServer(latency_s=0.2, model_ids=["Qwen/Qwen3-1.7B"]) as server:
         loop = asyncio.new_event_loop()  # no asyncio.Runner: its SIGINT handler is not Jupyter's
         try:
             with pytest.raises(KeyboardInterrupt):

@@ -88,7 +88,8 @@ def server():
 
 def _run(server, tmp_path, feedback: str | None, budget: int = 3, task=Doubler, **kw):
     extra = {} if feedback is None else {"feedback": feedback}
-    return basevolve.run(task(), budget, base_url=server.base_url, store=tmp_path / "s.sqlite",
+    return basevolve.run(task(), budget, base_url=server.base_url, params=1e9,
+                         store=tmp_path / "s.sqlite",
                          run_id=kw.pop("run_id", "r"), progress=kw.pop("progress", False),
                          **extra, **kw)
 

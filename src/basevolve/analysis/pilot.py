@@ -7,11 +7,17 @@ budgets give 4 + 5 + 6 = 15 cells at C_b = 8, 16, 32 (the cells of one budget al
 cannot separate log T from log N), and three seeds give the capability gate a
 permutation test with some power, for 8*4*3 + 16*5*3 + 32*6*3 = 912 calls.
 
-The file is written in the format ``basevolve sweep`` reads (``[sweep]``, optional
-``[defaults]`` with the endpoint, and one ``[[grid]]`` block with ``task``, ``model``,
-``budget``, ``depth = "powers-of-2"`` and ``seeds``; the tests read it back with
-:func:`basevolve.sweep.config.parse_sweep`); the advisor itself only needs the
-finished runs in a store.
+The budgets are 8, 16 and 32 *up to C* (a pilot sweeps no budget larger than the run it
+plans: ``--budget 16`` gives 8 and 16); for C < 8 the powers of 2 from 2 to C.
+``--pilot-budgets`` chooses others.
+
+The file is written in the format ``basevolve sweep`` reads (``[sweep]``, ``[defaults]``
+with the endpoint, and one ``[[grid]]`` block with ``task``, ``model``, ``params`` for a
+model outside the catalog, ``budget``, ``depth = "powers-of-2"`` and ``seeds``) and must
+run as written (issue 24, item 6): ``basevolve advise --pilot`` refuses, before writing
+anything, a model the sweep could not run -- one outside the catalog without
+``--params``, or one served over HTTP without ``--base-url``.  The tests write it and run
+``basevolve sweep`` on it; the advisor itself only needs the finished runs in a store.
 """
 
 from __future__ import annotations
@@ -38,12 +44,16 @@ def pilot_calls(budgets: Sequence[int], seeds: int) -> int:
 
 
 def pilot_toml(task: str, model: str, budgets: Sequence[int], seeds: int,
-               base_url: str | None = None) -> str:
-    """The pilot sweep as TOML text (``basevolve sweep`` format, see the module docstring)."""
+               base_url: str | None = None, params: float | None = None) -> str:
+    """The pilot sweep as TOML text (``basevolve sweep`` format, see the module docstring).
+
+    ``params``: the model's active parameter count, written for a model outside the
+    catalog (the sweep needs it to count FLOPs)."""
     q = json.dumps  # a JSON string is a valid TOML basic string
     lines = [
         f"# Pilot sweep for `basevolve advise` ({task} / {model}): estimates the depth-breadth",
-        f"# surface cheaply -- {pilot_calls(budgets, seeds)} LLM calls in all.",
+        f"# surface cheaply: budgets {', '.join(str(int(b)) for b in budgets)} x every "
+        f"power-of-2 depth x {int(seeds)} seeds = {pilot_calls(budgets, seeds)} LLM calls.",
         "# Run: basevolve sweep THIS_FILE --store FILE; then basevolve advise --store FILE ...",
         "[sweep]",
         f"name = {q(f'pilot-{task}-{model}')}",
@@ -51,12 +61,11 @@ def pilot_toml(task: str, model: str, budgets: Sequence[int], seeds: int,
     ]
     if base_url:
         lines += ["[defaults]", f"base_url = {q(base_url)}", ""]
-    else:
-        lines += ["# [defaults]", '# base_url = "http://127.0.0.1:8000/v1"   # your endpoint', ""]
     lines += [
         "[[grid]]",
         f"task = {q(task)}",
         f"model = {q(model)}",
+        *([f"params = {float(params)!r}"] if params is not None else []),
         f"budget = [{', '.join(str(int(b)) for b in budgets)}]",
         'depth = "powers-of-2"',
         f"seeds = {int(seeds)}",

@@ -45,6 +45,10 @@ def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
         options = ", ".join(n for n in known if n not in ("task", "budget", "depth"))
         raise ConfigError(f"unknown option {unknown[0]!r} for basevolve.run; known: breadth, "
                           f"{options}")
+    if values.get("params") is not None:  # "8B" as --params takes it (issue 24, item 2)
+        from basevolve.llm.catalog import parse_params
+
+        values["params"] = parse_params(values["params"], "params=")
     for name, value in values.items():
         check_type(name, value, hints[name])
     depth = depth_from_breadth(budget, depth, breadth)
@@ -139,7 +143,7 @@ def _note_resumable(exc: BaseException, store: Path, run_id: str) -> None:
 
 
 def _start(task: TaskSpec, budget: int, depth: int | None, breadth: int | None, allocator: str,
-           arms: int, protocol: str, model: str, base_url: str | None,
+           arms: int, protocol: str, model: str | None, base_url: str | None,
            store: str | os.PathLike[str], seed: int, run_id: str,
            out: str | os.PathLike[str] | None, progress: ProgressArg, options: dict[str, Any]
            ) -> tuple[Callable[[Progress], dict[str, Any]], Path, str]:
@@ -148,17 +152,35 @@ def _start(task: TaskSpec, budget: int, depth: int | None, breadth: int | None, 
     notify = _check_progress(progress)
     store_path, out_path = _paths(store, out)
     name, task_obj = resolve_task(task)
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(f"model must be a model name (str) or None, got {model!r}")
     cfg = build_config(name, budget, depth, breadth, allocator=allocator, arms=arms,
-                       protocol=protocol, model=model, base_url=base_url, seed=seed,
-                       run_id=run_id, **options)
+                       protocol=protocol, model=model or "embedded", base_url=base_url,
+                       seed=seed, run_id=run_id, **options)
     if not run_id and task_obj is None:  # as the CLI: a task file is stored by its
         cfg = _named_by_task(cfg)       # absolute path, the run named by the task's name
+    cfg = _resolve_model(cfg, model)
 
     def job(hook: Progress) -> dict[str, Any]:
         return start_run(cfg, store_path, progress=hook, out_dir=out_path, notify=notify,
                          task=task_obj)
 
     return job, store_path, cfg.run_id
+
+
+def _resolve_model(cfg: RunConfig, model: str | None) -> RunConfig:
+    """The model exactly as ``basevolve run`` resolves it (issue 24, item 1): with
+    ``base_url`` and no ``model``, the one the server serves (not ``"embedded"``), after
+    the names the CLI checks first; messages name this API's keywords."""
+    from basevolve.allocators import ALLOCATORS
+    from basevolve.argnames import PYTHON_NAMES
+    from basevolve.engine.endpoints import run_model
+    from basevolve.protocols import PROTOCOLS
+
+    ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked, as the CLI
+    PROTOCOLS.get(cfg.protocol)
+    resolved = run_model(model, cfg.base_url, cfg.params, PYTHON_NAMES)
+    return cfg if resolved == cfg.model else cfg.with_(model=resolved)
 
 
 def _named_by_task(cfg: RunConfig) -> RunConfig:
@@ -243,7 +265,7 @@ def _finish(job: Callable[[Progress], dict[str, Any]], store: Path, run_id: str 
 
 def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int | None = None,
         allocator: str = "single", arms: int = 1, protocol: str = "greedy",
-        model: str = "embedded", base_url: str | None = None,
+        model: str | None = None, base_url: str | None = None,
         store: str | os.PathLike[str] = DEFAULT_STORE, seed: int = 0, run_id: str = "",
         out: str | os.PathLike[str] | None = None, progress: ProgressArg = True,
         **options: Any) -> RunResult:
@@ -265,8 +287,9 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             ``"exp3p"``, ``"thompson"``, ``"random"``, ``"round_robin"``).
         arms: K, the trajectories the allocator chooses among.
         protocol: The within-trajectory protocol (``"greedy"``).
-        model: Model name (FLOPs use its active parameter count); ``"embedded"`` runs
-            the offline model.
+        model: Model name (FLOPs use its active parameter count).  Default: with
+            ``base_url``, the one model the server lists (``GET /v1/models``), as
+            ``basevolve run --base-url`` does; without, ``"embedded"`` (the offline model).
         base_url: An OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``.
         store: The SQLite run store (created if missing).
         seed: Seed of the run (every call's seed derives from it).
@@ -277,6 +300,7 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
         **options: Any other :class:`~basevolve.config.RunConfig` field, by the CLI
             flag's name (``max_in_flight``, ``max_tokens``, ``pull``, ``cap``,
             ``reward``, ``params``, ``count_failed_attempts``, ``feedback``, ...);
+            ``params`` takes the forms ``--params`` takes (``8e9``, ``"8B"``, ``"700M"``);
             ``feedback="artifacts"`` shows each parent's evaluator feedback in the next
             prompt (``--feedback artifacts``, docs/running.md).
 
@@ -301,7 +325,7 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
 
 async def run_async(task: TaskSpec, budget: int, *, depth: int | None = None,
                     breadth: int | None = None, allocator: str = "single", arms: int = 1,
-                    protocol: str = "greedy", model: str = "embedded",
+                    protocol: str = "greedy", model: str | None = None,
                     base_url: str | None = None, store: str | os.PathLike[str] = DEFAULT_STORE,
                     seed: int = 0, run_id: str = "", out: str | os.PathLike[str] | None = None,
                     progress: ProgressArg = False, **options: Any) -> RunResult:

@@ -6,9 +6,11 @@ fitness with a bootstrap CI, the empirical best cell at C, and -- when BaSE runs
 logged greedy N = 1 runs exist -- K and an allocator (:mod:`basevolve.analysis.advise`).
 When the sweep cannot carry advice it says why and exits with status 3.
 
-``basevolve advise --pilot --task T --model M --budget C [--out FILE]`` writes a small
-sweep config (a few budgets x all power-of-2 depths x seeds) in the format of
-``basevolve sweep`` and prints its cost in calls.
+``basevolve advise --pilot --task T --model M --budget C [--base-url URL] [--params P]
+[--out FILE]`` writes a small sweep config (budgets 8, 16, 32 up to C x all power-of-2
+depths x seeds) in the format of ``basevolve sweep`` and prints its cost in calls; the
+file runs as written (a model that needs an endpoint or a parameter count is refused
+without them, issue 24, item 6).
 """
 
 from __future__ import annotations
@@ -58,8 +60,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pilot-budgets", type=_int_list, default=None,
                    help="with --pilot: budgets to sweep (default: 8, 16, 32 capped at C)")
     p.add_argument("--pilot-seeds", type=int, default=3, help="with --pilot: seeds (default 3)")
-    p.add_argument("--base-url", default=None, help="with --pilot: endpoint written into it")
+    p.add_argument("--base-url", default=None, help="with --pilot: the model's endpoint, "
+                   "written into it (needed for a model served over HTTP)")
+    p.add_argument("--params", default=None, help="with --pilot: active parameters of a model "
+                   "outside the catalog, e.g. 8e9 or 8B, written into it (FLOPs)")
     p.set_defaults(func=run)
+
+
+def _pilot_model(args: argparse.Namespace) -> float | None:
+    """Refuse a model the written sweep could not run (issue 24, item 6); its ``params``.
+
+    Checked as ``basevolve sweep`` checks the file, but named by this command's flags."""
+    from basevolve.llm.catalog import parse_params, resolve_model
+
+    params = None if args.params is None else parse_params(args.params)
+    spec = resolve_model(args.model, params)  # unknown without --params: names --params
+    if spec.backend != "embedded" and not args.base_url:
+        raise ConfigError(f"--model {args.model} is served over HTTP: pass its endpoint with "
+                          "--base-url URL (written into the pilot file), or use --model "
+                          "embedded to run the pilot offline")
+    if args.base_url:
+        from basevolve.llm.openai_backend import validate_base_url
+
+        validate_base_url(args.base_url)
+    return params
 
 
 def _pilot(args: argparse.Namespace) -> int:
@@ -69,7 +93,8 @@ def _pilot(args: argparse.Namespace) -> int:
     budgets = args.pilot_budgets or pilot_budgets(args.budget)
     if args.pilot_seeds < 1:
         raise ConfigError(f"--pilot-seeds must be >= 1, got {args.pilot_seeds}")
-    text = pilot_toml(args.task, args.model, budgets, args.pilot_seeds, args.base_url)
+    params = _pilot_model(args)
+    text = pilot_toml(args.task, args.model, budgets, args.pilot_seeds, args.base_url, params)
     out = Path(args.out or f"pilot-{args.task}-{args.model}.toml")
     if out.exists():
         raise ConfigError(f"{str(out)!r} exists; choose another --out (nothing was overwritten)")

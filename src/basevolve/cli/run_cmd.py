@@ -167,11 +167,11 @@ def _config(args: argparse.Namespace) -> RunConfig:
     changes: dict[str, Any] = {}
     if not args.run_id:  # runs are named by the task's declared name, not its file name
         changes["run_id"] = generate_run_id(load_task(task, cfg.task_params).name)
-    if args.model is None and args.base_url is not None:
-        from basevolve.engine.endpoints import model_for_endpoint
-        from basevolve.llm.openai_backend import validate_base_url
+    from basevolve.engine.endpoints import run_model  # the API resolves it the same way
 
-        changes["model"] = model_for_endpoint(validate_base_url(args.base_url), args.params)
+    model = run_model(args.model, args.base_url, args.params)
+    if model != cfg.model:
+        changes["model"] = model
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from basevolve.argnames import CLI_NAMES, spelled
 from basevolve.errors import ConfigError, LLMError
 
 Notify = Callable[[str], None]
@@ -44,11 +45,13 @@ def probe_endpoint(base_url: str, timeout_s: float = 5.0, *,
         ) from None
 
 
-def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
+def served_models(base_url: str, timeout_s: float = 5.0, *,
+                  url_arg: str = "--base-url") -> list[str] | None:
     """The model ids ``GET {base_url}/models`` lists; None when the server gives no list.
 
-    Raises :class:`LLMError` when nothing answers (as :func:`probe_endpoint`).  The API
-    key (``OPENAI_API_KEY``) is sent when set, as hosted endpoints require it here too.
+    Raises :class:`LLMError` when nothing answers (as :func:`probe_endpoint`; ``url_arg``
+    names the endpoint's argument as the caller spells it).  The API key
+    (``OPENAI_API_KEY``) is sent when set, as hosted endpoints require it here too.
     """
     url = base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url)
@@ -65,7 +68,7 @@ def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise LLMError(f"cannot reach the LLM endpoint {base_url!r} ({reason}); start the "
-                       "server or fix --base-url") from None
+                       f"server or fix {url_arg.rstrip('=')}") from None
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list):
         return None
@@ -73,35 +76,60 @@ def served_models(base_url: str, timeout_s: float = 5.0) -> list[str] | None:
 
 
 def model_for_endpoint(base_url: str, params: float | None,
-                       flags: tuple[str, str, str] = ("--base-url", "--model", "--params")) -> str:
+                       flags: tuple[str, str, str] = CLI_NAMES) -> str:
     """The model to use with ``--base-url`` and no ``--model``: the one the server serves.
 
     Why not a default: a run labelled ``embedded`` would count FLOPs with the embedded
     model's 1.54B parameters for whatever the server runs (issue 12, item 3).  The served
     id is looked up in the catalog (``basevolve models``); an uncatalogued one needs
     ``--params``.  A server that lists no model, or several, is refused naming ``--model``.
-    ``flags`` names the three options in messages (a text task's answering endpoint is
-    set by ``--task-param answer_base_url`` / ``answer_model`` / ``answer_params``).
+    ``flags`` names the three options in messages as the caller spells them
+    (:mod:`basevolve.argnames`): the CLI's flags, the Python API's keywords, or a text
+    task's ``--task-param answer_base_url=`` / ``answer_model=`` / ``answer_params=``.
     """
     from basevolve.llm.catalog import resolve_model
 
     url_flag, model_flag, params_flag = flags
-    ids = served_models(base_url)
+    ids = served_models(base_url, url_arg=url_flag)
     if not ids:
-        raise ConfigError(f"{url_flag} {base_url} does not list its models (GET /models); pass "
-                          f"{model_flag} (the served model name, e.g. Qwen/Qwen3-8B) and, for a "
-                          f"model not in `basevolve models`, {params_flag} (e.g. 8B)")
+        raise ConfigError(f"{spelled(url_flag, base_url)} does not list its models (GET "
+                          f"/models); pass {spelled(model_flag, 'NAME')} (the served model "
+                          "name, e.g. Qwen/Qwen3-8B) and, for a model not in `basevolve "
+                          f"models`, {spelled(params_flag, '8e9')}")
     if len(ids) > 1:
-        raise ConfigError(f"{url_flag} {base_url} serves {len(ids)} models "
+        raise ConfigError(f"{spelled(url_flag, base_url)} serves {len(ids)} models "
                           f"({', '.join(ids[:6])}); pick one with {model_flag}")
     try:
         resolve_model(ids[0], params)
     except ConfigError:
-        raise ConfigError(f"{url_flag} {base_url} serves {ids[0]!r}, which is not in the "
-                          "catalog (`basevolve models`): pass its active parameter count so "
-                          f"FLOPs can be counted, e.g. {params_flag} 8B (or {model_flag} NAME)"
-                          ) from None
+        raise ConfigError(f"{spelled(url_flag, base_url)} serves {ids[0]!r}, which is not in "
+                          "the catalog (`basevolve models`): pass its active parameter count "
+                          f"so FLOPs can be counted, e.g. {spelled(params_flag, '8e9')} (or "
+                          f"{spelled(model_flag, 'NAME')})") from None
     return ids[0]
+
+
+def run_model(model: str | None, base_url: str | None, params: float | None,
+              flags: tuple[str, str, str] = CLI_NAMES) -> str:
+    """The model a run uses, resolved the same way by ``basevolve run`` and
+    ``basevolve.run`` (issue 24, item 1): the one named; else, with an endpoint, the one
+    model it serves (:func:`model_for_endpoint`, the catalog's parameter count for
+    FLOPs); else the offline ``embedded`` model.
+
+    A named model is looked up in the catalog now (no I/O), so an unknown name without
+    a parameter count is refused naming the caller's own argument (``--params`` or
+    ``params=``) before anything is stored.
+    """
+    from basevolve.llm.catalog import resolve_model
+
+    if model is not None:
+        resolve_model(model, params, params_arg=flags[2])
+        return model
+    if base_url is None:
+        return "embedded"
+    from basevolve.llm.openai_backend import validate_base_url
+
+    return model_for_endpoint(validate_base_url(base_url), params, flags)
 
 
 def load_model(client: Any, notify: Notify) -> None:
@@ -128,4 +156,5 @@ def load_model(client: Any, notify: Notify) -> None:
     notify(f"model loaded in {time.monotonic() - t0:.1f} s")
 
 
-__all__ = ["load_model", "model_for_endpoint", "probe_endpoint", "served_models"]
+__all__ = ["load_model", "model_for_endpoint", "probe_endpoint", "run_model",
+           "served_models"]

@@ -102,37 +102,51 @@ _add(
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 
-def parse_params(text: str | float) -> float:
-    """``"8e9"``, ``"8B"``, ``"700M"``, ``1.5e9`` -> a positive parameter count."""
+def parse_params(text: str | float, arg: str = "--params") -> float:
+    """``"8e9"``, ``"8B"``, ``"700M"``, ``1.5e9`` -> a positive parameter count.
+
+    The same forms are accepted wherever a parameter count is given (issue 24, item 2):
+    ``--params 8B``, ``basevolve.run(params="8B")``, ``params = "8B"`` in a sweep file.
+    ``arg`` is the argument as the caller spelled it (:mod:`basevolve.argnames`), named
+    in the message.
+    """
+    from basevolve.argnames import quoted
+
     if isinstance(text, str):
         raw = text.strip()
         scale = _SUFFIX.get(raw[-1:].lower(), 1.0) if raw else 1.0
         number = raw[:-1] if scale != 1.0 else raw
         try:
-            return _check_params(float(number) * scale)
+            return _check_params(float(number) * scale, arg)
         except ValueError:
             raise ConfigError(
-                f"--params must be a parameter count such as 8e9 or 8B, got {text!r}"
-            ) from None
-    return _check_params(text)
+                f"{arg} must be a parameter count such as 8e9 or {quoted(arg, '8B')}, "
+                f"got {text!r}") from None
+    return _check_params(text, arg)
 
 
-def _check_params(params: float) -> float:
+def _check_params(params: float, arg: str = "--params") -> float:
+    if isinstance(params, bool):  # True is no parameter count
+        raise ConfigError(f"{arg} must be a number of parameters, got {params!r}")
     try:
         value = float(params)
     except (TypeError, ValueError):
-        raise ConfigError(f"--params must be a number of parameters, got {params!r}") from None
+        raise ConfigError(f"{arg} must be a number of parameters, got {params!r}") from None
     if not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"--params must be a positive parameter count (e.g. 8e9), got {params!r}")
+        raise ConfigError(f"{arg} must be a positive parameter count (e.g. 8e9), got {params!r}")
     return value
 
 
-def resolve_model(name: str, params: float | None = None) -> ModelSpec:
+def resolve_model(name: str, params: float | None = None, *,
+                  params_arg: str = "--params") -> ModelSpec:
     """Find ``name`` by catalog name (case-insensitive) or served id.
 
     ``params`` overrides the active parameter count of a known model and is required for an
-    unknown one (which is then served under ``name`` itself).
+    unknown one (which is then served under ``name`` itself).  ``params_arg`` is how the
+    caller spells that argument (:mod:`basevolve.argnames`), named in the messages.
     """
+    from basevolve.argnames import spelled
+
     if not name or not isinstance(name, str):
         raise ConfigError(f"model name must be a non-empty string, got {name!r}")
     spec = _lookup(name)
@@ -140,12 +154,13 @@ def resolve_model(name: str, params: float | None = None) -> ModelSpec:
         if params is None:
             raise ConfigError(
                 f"unknown model {name!r}; known: {', '.join(MODELS.names())}. "
-                "For another served model pass its parameter count, e.g. --params 8e9"
+                "For another served model pass its parameter count, e.g. "
+                f"{spelled(params_arg, '8e9')}"
             )
-        value = _check_params(params)
+        value = _check_params(params, params_arg)
         return ModelSpec(name, name, value, value, 0, description="user-declared")
     if params is not None:
-        value = _check_params(params)
+        value = _check_params(params, params_arg)
         spec = replace(spec, active_params=value)
     return spec
 

@@ -224,6 +224,8 @@ def _values(key: str, value: Any, where: str, source: str) -> list[Any] | range:
         for v in vals:
             positive_int(v, f"{where}.breadth", source)
         return vals
+    if key == "params":  # "8B" as --params takes it (issue 24, item 2)
+        return [_params_value(v, where, source) for v in vals]
     ann = field_type(key)
     for v in vals:
         if v is None:
@@ -235,6 +237,20 @@ def _values(key: str, value: Any, where: str, source: str) -> list[Any] | range:
 
 
 # ---------------------------------------------------------------------- helpers
+def _params_value(v: Any, where: str, source: str) -> Any:
+    """A grid's ``params``: a number stays as written (the run ids of existing files hash
+    it so), a string such as ``"8B"`` becomes its number; a bad one names the key."""
+    from basevolve.llm.catalog import parse_params
+
+    if v is None:
+        return None
+    try:
+        value = parse_params(v, f"{where}.params")
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return value if isinstance(v, str) else v
+
+
 def _zip_groups(zips: Any, values: dict[str, Any], where: str,
                 source: str) -> list[tuple[str, ...]]:
     if not isinstance(zips, list) or not all(isinstance(g, list) for g in zips):

@@ -39,7 +39,6 @@ class SweepResult:
 def check_names(sweep: SweepConfig) -> None:
     """Every task, protocol, allocator and model of the grid exists (one clear error)."""
     from basevolve.allocators import ALLOCATORS
-    from basevolve.llm import resolve_model
     from basevolve.protocols import PROTOCOLS
     from basevolve.tasks import load_task
 
@@ -50,7 +49,7 @@ def check_names(sweep: SweepConfig) -> None:
                    lambda v: load_task(v[0], json.loads(v[1]))),
                   ("protocol", cfg.protocol, PROTOCOLS.get),
                   ("allocator", cfg.allocator, ALLOCATORS.get),
-                  ("model", (cfg.model, cfg.params), lambda v: resolve_model(*v)))
+                  ("model", (cfg.model, cfg.params, cfg.base_url), _check_model))
         for key, value, check in checks:
             if (key, value) in seen:
                 continue
@@ -59,6 +58,20 @@ def check_names(sweep: SweepConfig) -> None:
                 check(value)
             except BasevolveError as exc:  # ConfigError, TaskError: keep the kind
                 raise type(exc)(f"{sweep.source}: grid[{run.block}].{key}: {exc}") from None
+
+
+def _check_model(value: tuple[str, float | None, str | None]) -> None:
+    """The model is known (or has ``params``) and, if served over HTTP, has a
+    ``base_url``; named by the sweep file's keys, not the CLI's flags (issue 24, item 6:
+    a run would otherwise fail only when it starts, naming ``--params``/``--base-url``)."""
+    from basevolve.llm import resolve_model
+
+    model, params, base_url = value
+    spec = resolve_model(model, params, params_arg="params")
+    if base_url is None and spec.backend != "embedded":
+        raise ConfigError(f"model {model!r} is served over HTTP; give its endpoint as "
+                          'base_url = "http://HOST:PORT/v1" (in [defaults] or the block), '
+                          "or use model = \"embedded\" to run offline")
 
 
 def probe_endpoints(sweep: SweepConfig) -> None:
