@@ -120,6 +120,45 @@ def test_exp3p_importance_weight_uses_renormalised_ask_probability():
     assert delta == pytest.approx(expected)
 
 
+def test_exp3p_out_of_order_tell_uses_its_own_asks_probability():
+    """Issue 23, item 3: two pulls of one arm asked with different probabilities (1/4
+    over four arms, then 1 as the only eligible arm); the later one is told first.  Each
+    reward is weighted by the probability of the ask that made its pull, not by the
+    arm's oldest pending ask."""
+    alloc = make("exp3p", k=4, horizon=50, gamma=0.5, alpha=0.0)
+    eta = 0.5 / (3 * 4)
+    arm = alloc.ask(ticket=10)
+    assert alloc.events[-1].prob == pytest.approx(0.25)
+    assert alloc.ask([i == arm for i in range(4)], ticket=11) == arm
+    assert alloc.events[-1].prob == 1.0
+    w0 = alloc.log_w.copy()
+    alloc.tell(arm, 1.05, ticket=11)  # unit reward 1 over its own probability 1
+    assert (alloc.log_w - w0)[arm] == pytest.approx(eta * 1.0 / 1.0)
+    w1 = alloc.log_w.copy()
+    alloc.tell(arm, 1.05, ticket=10)  # ... and this one over 1/4
+    assert (alloc.log_w - w1)[arm] == pytest.approx(eta * 1.0 / 0.25)
+    tells = [(e.ticket, e.prob) for e in alloc.events if e.kind == "tell"]
+    assert tells == [(11, 1.0), (10, pytest.approx(0.25))]
+    # without tickets a tell takes the arm's oldest pull (a caller telling in ask order)
+    fifo = make("exp3p", k=4, horizon=50, gamma=0.5, alpha=0.0)
+    a = fifo.ask()
+    fifo.ask([i == a for i in range(4)])
+    fifo.tell(a, 1.05)
+    assert fifo.events[-1].prob == pytest.approx(0.25)
+    # a wrong or repeated ticket is refused, nothing changes
+    with pytest.raises(ConfigError, match="ticket=99"):
+        fifo.tell(a, 0.5, ticket=99)
+    b = alloc.ask(ticket=12)
+    with pytest.raises(ConfigError, match="ticket 12 is already pending"):
+        alloc.ask(ticket=12)
+    assert alloc.pending.sum() == 1 and alloc.pending[b] == 1
+    alloc.cancel(b, ticket=12)
+    # a stored log with tickets replays to the same state
+    again = make("exp3p", k=4, horizon=50, gamma=0.5, alpha=0.0)
+    again.replay([e.as_dict() for e in alloc.events])
+    assert np.array_equal(again.log_w, alloc.log_w) and again.events == alloc.events
+
+
 def test_exp3p_assigned_pulls_do_not_move_weights():
     alloc = make("exp3p", k=3, horizon=30)
     w = alloc.log_w.copy()

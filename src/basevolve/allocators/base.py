@@ -16,8 +16,14 @@ Concurrency: the engine may ``ask`` again before earlier pulls are told (up to
 ``max_in_flight`` calls outstanding).  ``pending[i]`` counts asked-but-not-told pulls of
 arm i; each policy documents how it treats them (UCB/Thompson: provisional observations at
 the arm's current estimate; EXP3.P: importance weighting with the probability recorded at
-ask time, see ``prob`` in :class:`AllocEvent`).  Tells and cancels of one arm consume its
-pending pulls in FIFO order.
+ask time, see ``prob`` in :class:`AllocEvent`).  Every ask/assign opens a *ticket* that
+holds what the policy needs at the tell (the choice probability, whether it was sampled).
+A caller whose pulls can return in any order names each pull (``ticket=`` on ask/assign,
+the same id on tell/cancel; the engine uses the pull id), so a reward is always weighted
+by the probability of the ask that made *that* pull (issue 23, item 3: popping the arm's
+oldest ticket weighted an out-of-order reward by another ask's probability).  Without a
+``ticket`` a tell or cancel takes the arm's oldest pending pull (FIFO), which is right
+for a caller that tells each arm in ask order (sequential runs, the offline replay).
 
 Determinism: every random decision draws from the explicit ``rng``; the same seed and the
 same sequence of ``ask``/``assign``/``tell``/``cancel`` calls (incl. eligible masks) gives
@@ -58,7 +64,8 @@ class AllocEvent:
     ``index`` is the 0-based position in the log.  ``prob`` is the probability with
     which the policy chose ``arm`` at ask time when it is known (1.0 for deterministic
     choices; None for Thompson sampling, whose choice probability has no closed form);
-    ``eligible`` is the mask passed to ``ask`` (None = all arms).
+    ``eligible`` is the mask passed to ``ask`` (None = all arms); ``ticket`` is the
+    caller's id of the pull (None: not named, tells are FIFO per arm).
     """
 
     index: int
@@ -67,6 +74,7 @@ class AllocEvent:
     reward: float | None = None
     prob: float | None = None
     eligible: tuple[bool, ...] | None = None
+    ticket: int | None = None  # the pull's id when the caller named it (module docstring)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -151,27 +159,33 @@ class Allocator:
         self.reward_max = np.full(n_arms, -np.inf, dtype=np.float64)
         self.last_reward = np.full(n_arms, np.nan, dtype=np.float64)
         self.events: list[AllocEvent] = []
-        self._tickets: list[deque[tuple[float | None, bool]]] = [deque() for _ in range(n_arms)]
+        # per arm, its pending pulls in ask order: (ticket, prob, sampled)
+        self._tickets: list[deque[tuple[int | None, float | None, bool]]] = [
+            deque() for _ in range(n_arms)]
 
     # ----------------------------------------------------------------- public API
-    def ask(self, eligible: Sequence[bool] | np.ndarray | None = None) -> int:
+    def ask(self, eligible: Sequence[bool] | np.ndarray | None = None, *,
+            ticket: int | None = None) -> int:
         """Choose the arm that receives the next call; marks one pending pull on it.
 
         ``eligible[i]`` says whether arm i can take a call now (None = all).  The policy
-        only ever returns an eligible arm.
+        only ever returns an eligible arm.  ``ticket``: the caller's id for this pull,
+        given again to :meth:`tell` / :meth:`cancel` (module docstring).
         """
         mask = self._mask(eligible)
+        ticket = self._new_ticket(ticket)
         arm, prob = self._ask(mask)
         arm = int(arm)
         if not mask[arm]:  # a policy bug, not a user mistake
             raise RuntimeError(f"{self.name}: policy chose ineligible arm {arm}")
         self.pending[arm] += 1
-        self._tickets[arm].append((prob, True))
+        self._tickets[arm].append((ticket, prob, True))
         self._log(EventKind.ASK, arm, prob=prob,
-                  eligible=None if eligible is None else tuple(bool(b) for b in mask))
+                  eligible=None if eligible is None else tuple(bool(b) for b in mask),
+                  ticket=ticket)
         return arm
 
-    def assign(self, arm: int) -> int:
+    def assign(self, arm: int, *, ticket: int | None = None) -> int:
         """Start a pull on a fixed ``arm`` without consulting the policy.
 
         Algorithm 2's K initial calls (one per trajectory) are fixed by the algorithm,
@@ -179,13 +193,15 @@ class Allocator:
         (EXP3.P only records them: a pull it did not sample has no importance weight).
         """
         arm = self._arm(arm)
+        ticket = self._new_ticket(ticket)
         self.pending[arm] += 1
-        self._tickets[arm].append((1.0, False))
-        self._log(EventKind.ASSIGN, arm, prob=1.0)
+        self._tickets[arm].append((ticket, 1.0, False))
+        self._log(EventKind.ASSIGN, arm, prob=1.0, ticket=ticket)
         return arm
 
-    def tell(self, arm: int, reward: float) -> None:
-        """Report the reward of one pending pull of ``arm`` (FIFO per arm)."""
+    def tell(self, arm: int, reward: float, *, ticket: int | None = None) -> None:
+        """Report the reward of the pending pull ``ticket`` of ``arm`` (without a ticket:
+        the arm's oldest pending pull)."""
         arm = self._arm(arm)
         try:
             reward = float(reward)
@@ -193,25 +209,22 @@ class Allocator:
             raise ConfigError(f"reward must be a finite number, got {reward!r}") from None
         if not math.isfinite(reward):
             raise ConfigError(f"reward must be a finite number, got {reward!r}")
-        if self.pending[arm] <= 0:
-            raise ConfigError(f"tell({arm}) without a pending ask/assign on arm {arm}")
-        prob, sampled = self._tickets[arm].popleft()
+        ticket, prob, sampled = self._take(arm, ticket, "tell")
         self.pending[arm] -= 1
         self.pulls[arm] += 1
         self.reward_sum[arm] += reward
         self.reward_max[arm] = max(self.reward_max[arm], reward)
         self.last_reward[arm] = reward
-        self._log(EventKind.TELL, arm, reward=reward, prob=prob)
+        self._log(EventKind.TELL, arm, reward=reward, prob=prob, ticket=ticket)
         self._tell(arm, reward, prob, sampled)
 
-    def cancel(self, arm: int) -> None:
-        """Drop one pending pull of ``arm`` that will never be told (e.g. lost on crash)."""
+    def cancel(self, arm: int, *, ticket: int | None = None) -> None:
+        """Drop the pending pull ``ticket`` of ``arm`` (default: its oldest) that will
+        never be told (e.g. lost on crash)."""
         arm = self._arm(arm)
-        if self.pending[arm] <= 0:
-            raise ConfigError(f"cancel({arm}) without a pending ask/assign on arm {arm}")
-        prob, sampled = self._tickets[arm].popleft()
+        ticket, prob, sampled = self._take(arm, ticket, "cancel")
         self.pending[arm] -= 1
-        self._log(EventKind.CANCEL, arm, prob=prob)
+        self._log(EventKind.CANCEL, arm, prob=prob, ticket=ticket)
         self._cancel(arm, prob, sampled)
 
     def reward_of(self, best_before: float, best_after: float) -> float:
@@ -252,20 +265,21 @@ class Allocator:
                 index=int(ev["index"]), kind=EventKind(ev["kind"]), arm=int(ev["arm"]),
                 reward=ev.get("reward"), prob=ev.get("prob"),
                 eligible=None if ev.get("eligible") is None else tuple(ev["eligible"]),
+                ticket=ev.get("ticket"),
             )
             if e.kind is EventKind.ASK:
-                got = self.ask(e.eligible)
+                got = self.ask(e.eligible, ticket=e.ticket)
                 if got != e.arm:
                     raise ConfigError(
                         f"replay diverged at event {e.index}: stored arm {e.arm}, got {got}; "
                         "rebuild the allocator with the run's seed and parameters"
                     )
             elif e.kind is EventKind.ASSIGN:
-                self.assign(e.arm)
+                self.assign(e.arm, ticket=e.ticket)
             elif e.kind is EventKind.TELL:
-                self.tell(e.arm, float(e.reward))  # type: ignore[arg-type]
+                self.tell(e.arm, float(e.reward), ticket=e.ticket)  # type: ignore[arg-type]
             else:
-                self.cancel(e.arm)
+                self.cancel(e.arm, ticket=e.ticket)
 
     # --------------------------------------------------------------- policy hooks
     def _ask(self, eligible: np.ndarray) -> tuple[int, float | None]:
@@ -309,7 +323,33 @@ class Allocator:
             raise ConfigError(f"arm {arm} out of range [0, {self.n_arms - 1}]")
         return int(arm)
 
+    def _new_ticket(self, ticket: int | None) -> int | None:
+        if ticket is None:
+            return None
+        if isinstance(ticket, bool) or not isinstance(ticket, int | np.integer):
+            raise ConfigError(f"ticket must be an integer (the caller's pull id), got {ticket!r}")
+        ticket = int(ticket)
+        if any(t[0] == ticket for q in self._tickets for t in q):
+            raise ConfigError(f"ticket {ticket} is already pending; name each pull once")
+        return ticket
+
+    def _take(self, arm: int, ticket: int | None, what: str
+              ) -> tuple[int | None, float | None, bool]:
+        """Remove and return the pending pull ``ticket`` of ``arm`` (None: the oldest)."""
+        queue = self._tickets[arm]
+        if not queue:
+            raise ConfigError(f"{what}({arm}) without a pending ask/assign on arm {arm}")
+        if ticket is None:
+            return queue.popleft()
+        for i, entry in enumerate(queue):
+            if entry[0] == ticket:
+                del queue[i]
+                return entry
+        raise ConfigError(f"{what}({arm}, ticket={ticket!r}): no pending pull with that "
+                          f"ticket on arm {arm}; pass the ticket given to its ask/assign")
+
     def _log(self, kind: EventKind, arm: int, *, reward: float | None = None,
-             prob: float | None = None, eligible: tuple[bool, ...] | None = None) -> None:
+             prob: float | None = None, eligible: tuple[bool, ...] | None = None,
+             ticket: int | None = None) -> None:
         self.events.append(AllocEvent(len(self.events), kind, arm, reward,
-                                      None if prob is None else float(prob), eligible))
+                                      None if prob is None else float(prob), eligible, ticket))

@@ -374,5 +374,6 @@ def close_unfinished_pulls(engine: Any) -> None:
                 engine.run_id, seq=engine.store.next_seq(engine.run_id), kind="cancel",
                 pull_id=pull.pull_id, trajectory=pull.trajectory,
                 summary=engine.allocator.summary())
-            engine.allocator.cancel(pull.trajectory)
+            engine.allocator.cancel(pull.trajectory, ticket=pull.pull_id)
+            engine.credit.forget(pull.pull_id)
             del engine.open_pulls[pull.pull_id]

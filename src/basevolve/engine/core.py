@@ -85,6 +85,7 @@ from basevolve.engine.budget import (
     close_unfinished_pulls,
     eval_worst_case,
 )
+from basevolve.engine.credit import Credit
 from basevolve.engine.state import (
     CallJob,
     Pull,
@@ -150,6 +151,7 @@ class Engine:
         self.next_assign = 0
         self.traj_calls = [0] * self.K
         self.open_pulls: dict[int, Pull] = {}
+        self.credit = Credit(self)  # which pull earned a gain (engine/credit.py)
         self.reissue: deque[tuple[Proposal, Pull, int]] = deque()
         self.llm: dict[asyncio.Task[Completion], CallJob] = {}
         self.evals: dict[asyncio.Task[Evaluation], tuple[CallJob, str]] = {}
@@ -216,6 +218,8 @@ class Engine:
                 if self.exhausted:
                     close_unfinished_pulls(self)
                 if self.completed >= self.C or self.exhausted:
+                    for pull in self.credit.leftover():  # children that never settled
+                        self.close_pull(pull)
                     return
                 raise BudgetError(
                     f"no trajectory can take a call with {self.C - self.completed} of {self.C} "
@@ -307,20 +311,21 @@ class Engine:
         if self.next_assign < self.K:  # Algorithm 2, lines 1-5: one pull per trajectory
             arm, kind, mask = self.next_assign, "assign", None
             self.next_assign += 1
+            seq = self.store.next_seq(self.run_id)
         else:
             mask = [self._eligible(i) for i in range(self.K)]
             if not any(mask):
                 return None
-            arm, kind = self.allocator.ask(mask), "ask"
+            seq = self.store.next_seq(self.run_id)  # the pull's id names its ticket
+            arm, kind = self.allocator.ask(mask, ticket=seq), "ask"
         units = self._units(arm)
-        seq = self.store.next_seq(self.run_id)
         self.store.insert_allocation(
             self.run_id, seq=seq, kind=kind, pull_id=seq, trajectory=arm, units=units,
             call_index=self.next_call_index, eligible=mask,
             n_eligible=None if mask is None else sum(mask),
             summary=self.allocator.summary() if kind == "ask" else None)
         if kind == "assign":
-            self.allocator.assign(arm)
+            self.allocator.assign(arm, ticket=seq)
         return self.open_pull(seq, arm, units)
 
     def open_pull(self, pull_id: int, arm: int, units: int) -> Pull:
@@ -433,7 +438,7 @@ class Engine:
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
         if self.ledger is not None:
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
-        self.protocols[job.pull.trajectory].tell(p, _child(pid, code, ev))
+        self.credit.tell_child(job, _child(pid, code, ev))
         self.children += 1
         self.valid_children += int(ev.valid)
         self._pull_told(job.pull)
@@ -441,24 +446,24 @@ class Engine:
     def _tell_text(self, job: CallJob, text: str) -> None:
         """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
         self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
-        self.protocols[job.pull.trajectory].tell_text(job.proposal, text)
+        self.credit.tell_text(job, text)
         self._pull_told(job.pull)
 
     def _pull_told(self, pull: Pull) -> None:
         pull.told += 1
-        if pull.done:
-            self.close_pull(pull)
+        for ready in self.credit.ready(pull.trajectory):
+            self.close_pull(ready)
         self._emit()
 
     def close_pull(self, pull: Pull) -> None:
-        """Tell the allocator the pull's reward (event stored first)."""
-        best = self.protocols[pull.trajectory].best.score
-        reward = self.allocator.reward_of(pull.best_before, best)
+        """Tell the allocator the pull's reward (event stored first; the reward:
+        engine/credit.py)."""
+        reward = self.credit.reward(pull)
         self.store.insert_allocation(
             self.run_id, seq=self.store.next_seq(self.run_id), kind="tell",
             pull_id=pull.pull_id, trajectory=pull.trajectory, reward=reward,
             summary=self.allocator.summary())
-        self.allocator.tell(pull.trajectory, reward)
+        self.allocator.tell(pull.trajectory, reward, ticket=pull.pull_id)
         del self.open_pulls[pull.pull_id]
 
     # ---------------------------------------------------------------- reporting

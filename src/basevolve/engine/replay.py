@@ -16,7 +16,8 @@ After the replay:
   stored reply, without a new LLM call; answered judge/meta calls whose reply was not yet
   handed to the protocol (no ``told_seq``) are handed over now;
 * a pull whose last child was told but whose allocator ``tell`` was not yet written is
-  closed now.
+  closed now (under ``--reward improvement`` once its children are settled,
+  :mod:`basevolve.engine.credit`, whose gains are rebuilt by the same tells).
 """
 
 from __future__ import annotations
@@ -72,20 +73,21 @@ def replay_into(engine: Engine) -> None:
             calls.append(r)
         elif kind == "text":  # a judge/meta reply handed to the protocol
             job = jobs[r["call_id"]]
-            engine.protocols[t].tell_text(job.proposal, r["text"] or "")
+            engine.credit.tell_text(job, r["text"] or "")
             job.pull.told += 1
             told.add(r["call_id"])
         else:
             job = jobs[r["call_id"]]
             child = child_from_row(r)
             engine.protocols[t].observe_reply(job.proposal, texts.get(r["call_id"]) or "")
-            engine.protocols[t].tell(job.proposal, child)
+            engine.credit.tell_child(job, child)  # the gain's credit rebuilt too
             engine.children += 1
             engine.valid_children += int(child.valid)
             job.pull.told += 1
             told.add(r["call_id"])
-    for pull in [p for p in engine.open_pulls.values() if p.done]:
-        engine.close_pull(pull)  # died between the last tell and the allocator's tell
+    for t in range(engine.K):  # died between the last tell and the allocator's tell
+        for pull in engine.credit.ready(t):
+            engine.close_pull(pull)
     _restore_counters(engine, calls)
     _requeue(engine, calls, jobs, told)
 
@@ -94,19 +96,20 @@ def _replay_alloc(engine: Engine, seq: int, r: Any) -> None:
     t, kind = r["trajectory"], r["kind"]
     if kind in ("assign", "ask"):
         if kind == "assign":
-            engine.allocator.assign(t)
+            engine.allocator.assign(t, ticket=seq)
             engine.next_assign += 1
         else:
-            arm = engine.allocator.ask(json.loads(r["eligible_json"]))
+            arm = engine.allocator.ask(json.loads(r["eligible_json"]), ticket=seq)
             if arm != t:
                 raise StoreError(f"resume diverged at allocation event {seq}: stored arm {t}, "
                                  f"allocator chose {arm} (same seed and allocator params?)")
         engine.open_pull(seq, t, r["units"])
     elif kind == "tell":
-        engine.allocator.tell(t, r["reward"])
-        del engine.open_pulls[r["pull_id"]]
+        engine.allocator.tell(t, r["reward"], ticket=r["pull_id"])
+        engine.credit.reward(engine.open_pulls.pop(r["pull_id"]))  # forget its credit
     else:
-        engine.allocator.cancel(t)
+        engine.allocator.cancel(t, ticket=r["pull_id"])
+        engine.credit.forget(r["pull_id"])
         engine.open_pulls.pop(r["pull_id"], None)
 
 

@@ -280,6 +280,17 @@ class Protocol(ABC):
         del self._outstanding[proposal.key]
         self._tell_text(proposal, text)
 
+    def settled(self, proposal: Proposal) -> bool:
+        """Whether the told ``proposal``'s child has had its whole effect on :attr:`best`.
+
+        The engine credits a trajectory's gain to the pull whose child became the best
+        (``--reward improvement``, issue 23, item 2) and waits to tell a pull until its
+        children are settled.  Default: a child is settled when told (asynchronous
+        protocols compare it with the best at once); a protocol that holds children
+        back (greedy's generation barrier) says so.
+        """
+        return True
+
     def cancel(self, proposal: Proposal) -> None:
         """Forget an outstanding proposal that will never be told (lost call).
 

@@ -162,6 +162,11 @@ class GreedyProtocol(Protocol):
     def _can_ask(self) -> bool:
         return self.asynchronous or bool(self._free)
 
+    def settled(self, proposal: Proposal) -> bool:
+        """A child of the open generation may still become the parent when its last
+        sibling is told (issue 23, item 2: its pull earns that gain)."""
+        return self.asynchronous or proposal.generation < self._gen
+
     def _ask(self) -> Proposal:
         if self.asynchronous:  # one-child generation from the best as of now
             parent, self._gen = self.best, self._gen + 1
