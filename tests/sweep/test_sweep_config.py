@@ -150,3 +150,18 @@ def test_presets_are_the_papers_grids():
     assert counts["arm-pool"] == 3 * 5 * 3 * 3 * 10
     with pytest.raises(ConfigError, match="unknown preset 'nope'"):
         preset_text("nope")
+
+
+def test_paper_presets_use_the_papers_thompson_sampling():
+    """Issue 23, item 1: the paper cites plain Thompson sampling (Thompson 1933, Agrawal
+    & Goyal 2012), so the columns that reproduce Tables 1/6 and 7 run ``thompson_plain``;
+    the discounted ``thompson`` is basevolve's own variant and stays out of them."""
+    import tomllib
+
+    for name, bandits in (("base-vs-protocols",
+                           ["random", "round_robin", "ucb", "exp3p", "thompson_plain"]),
+                          ("arm-pool", ["ucb", "exp3p", "thompson_plain"])):
+        grids = tomllib.loads(preset_text(name))["grid"]
+        used = [g["allocator"] for g in grids if isinstance(g.get("allocator"), list)]
+        assert used and all(a == bandits for a in used), (name, used)
+        assert '"thompson"' not in preset_text(name)

@@ -284,7 +284,8 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
         depth: T, generations of the greedy protocol (N = C / T). Default T = C.
         breadth: N, children per generation, instead of ``depth`` (T = C / N).
         allocator: ``"single"`` (one trajectory) or a BaSE bandit (``"ucb"``,
-            ``"exp3p"``, ``"thompson"``, ``"random"``, ``"round_robin"``).
+            ``"exp3p"``, ``"thompson_plain"`` (the paper's Thompson sampling;
+            ``"thompson"`` is our discounted variant), ``"random"``, ``"round_robin"``).
         arms: K, the trajectories the allocator chooses among.
         protocol: The within-trajectory protocol (``"greedy"``).
         model: Model name (FLOPs use its active parameter count).  Default: with

@@ -9,6 +9,10 @@
 * ``arm-pool`` -- Table 7: BaSE at C = 512, T = 512, N = 1 with K in {2, 5, 10, 20, 50}
   for UCB, EXP3.P and Thompson, 10 seeds.
 
+Thompson is ``thompson_plain``, the plain Thompson sampling the paper cites (issue 23,
+item 1); basevolve's discounted ``thompson`` is a variant of our own and not in these
+grids (add it to a grid to compare).
+
 Thresholds are Table 3's tau per task.  Endpoints are placeholders (one vLLM server per
 model, 16 requests in flight, as in the paper): edit ``base_url`` before running.
 """
@@ -107,7 +111,7 @@ allocator = "single"
 [[grid]]
 zip = [["model", "base_url"]]
 protocol = ["greedy", "openevolve", "codeevolve", "shinkaevolve"]
-allocator = ["random", "round_robin", "ucb", "exp3p", "thompson"]
+allocator = ["random", "round_robin", "ucb", "exp3p", "thompson_plain"]
 arms = 10
 ''',
     "arm-pool": f'''\
@@ -125,7 +129,7 @@ zip = [["model", "base_url"]]
 budget = 512
 depth = 512
 protocol = "greedy"
-allocator = ["ucb", "exp3p", "thompson"]
+allocator = ["ucb", "exp3p", "thompson_plain"]
 arms = [2, 5, 10, 20, 50]
 seeds = 10
 ''',
