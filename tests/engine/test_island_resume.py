@@ -3,7 +3,8 @@ check it finishes at exactly C counted calls with every call's purpose stored an
 lost call re-issued once.
 
 Each island protocol under BaSE (K = 3), and ShinkaEvolve alone (its retry calls continue
-the conversation with the failed reply, which resume must hand back from the store).
+the conversation with the failed reply, which resume must hand back from the store), and
+AdaEvolve alone (its paradigm calls and error retries are follow-ups of an open iteration).
 One process pair per case costs seconds, so the single-trajectory cases of OpenEvolve and
 CodeEvolve are left to the in-process end-to-end tests (same replay code path).
 """
@@ -28,6 +29,7 @@ PARAMS = {
     "openevolve": ["num_islands=3", "migration_interval=2"],
     "codeevolve": ["num_islands=2", "init_pop=2", "migration_interval=3"],
     "shinkaevolve": ["migration_interval=3"],
+    "adaevolve": ["migration_interval=3", "paradigm_window=2", "paradigm_threshold=0.6"],
 }
 
 
@@ -71,7 +73,8 @@ def _kill_mid_run(cmd: list[str], store: Path, min_counted: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("protocol", "arms"), [
-    ("openevolve", 3), ("codeevolve", 3), ("shinkaevolve", 3), ("shinkaevolve", 1)])
+    ("openevolve", 3), ("codeevolve", 3), ("shinkaevolve", 3), ("shinkaevolve", 1),
+    ("adaevolve", 3), ("adaevolve", 1)])
 def test_island_resume_after_sigkill_ends_at_exactly_c(server_url, tmp_path, protocol, arms):
     budget = 14
     store = tmp_path / "kill.sqlite"

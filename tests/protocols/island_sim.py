@@ -17,7 +17,6 @@ import numpy as np
 from basevolve.protocols import Child, Proposal, Protocol
 
 _RET = re.compile(r"return (-?[0-9.]+)")
-TEXT_PURPOSES = ("judge", "meta_prompt", "summary")
 
 
 def value_of(code: str | None) -> float | None:
@@ -28,6 +27,10 @@ def value_of(code: str | None) -> float | None:
 def fake_reply(p: Proposal, rng: np.random.Generator, junk: bool = False) -> str:
     if p.purpose == "judge":
         return "NOVEL: it differs" if rng.random() < 0.5 else "NOT NOVEL"
+    if p.purpose == "paradigm":  # AdaEvolve's breakthrough ideas (junk: unreadable)
+        return "no ideas today" if junk else (
+            '{"ideas": [{"idea": "try a lattice", "description": "d", "what_to_optimize": "s",'
+            ' "cautions": "c", "approach_type": "numpy.linalg"}]}')
     if p.purpose == "meta_prompt":
         return ("<<<<<<< SEARCH\nPROMPT-BLOCK-START\n=======\nx\n>>>>>>> REPLACE" if junk else
                 "no edits")  # both fail: markers may not change; no blocks
@@ -63,7 +66,7 @@ def drive(proto: Protocol, calls: int, *, seed: int = 0, in_flight: int = 1,
         reply = fake_reply(p, rng, junk)
         if on_call is not None:
             on_call(p, reply)
-        if p.purpose in TEXT_PURPOSES:
+        if p.is_text:
             proto.tell_text(p, reply)
             continue
         proto.observe_reply(p, reply)

@@ -21,6 +21,7 @@ PARAMS: dict[str, dict[str, object]] = {
     "openevolve": {"num_islands": 1},
     "codeevolve": {"num_islands": 1, "init_pop": 0, "meta_prompting": False},
     "shinkaevolve": {"num_islands": 1, "novelty": "off"},
+    "adaevolve": {"num_islands": 1, "max_islands": 1, "paradigm": False},
 }
 INIT_ARTS = {"failing case": "f(1) returned 1, expected 2", "note": "initial-note"}
 CHILD_ARTS = {"failing case": "f(3) returned 0, expected 6", "zz": "child-note"}

@@ -42,6 +42,11 @@ CASES = {
     "shinkaevolve-judge": ("shinkaevolve", {"num_islands": 1, "novelty": "judge",
                                             "novelty_threshold": 0.5},
                            {"tagged_diff", "tagged_code", "judge"}),
+    "adaevolve": ("adaevolve", {"num_islands": 1, "max_islands": 1, "paradigm": False},
+                  {"diff"}),
+    "adaevolve-paradigm": ("adaevolve", {"num_islands": 1, "max_islands": 1,
+                                         "paradigm_window": 2, "paradigm_threshold": 0.6},
+                           {"diff", "paradigm"}),
 }
 ISLAND_FORMATS = ("diff", "tagged_diff", "tagged_code")
 
@@ -134,11 +139,12 @@ def test_replies_repeat_per_seed_and_vary_across_seeds(pool: SandboxPool, case: 
         body = {"messages": s.proposal.messages}
         assert sim({**body, "seed": 5}, 0) == sim({**body, "seed": 5}, 1)
         texts = {sim({**body, "seed": k}, 0) for k in range(12)}
-        assert len(texts) >= (2 if s.reply.format == "judge" else 6), s.reply.format
+        assert len(texts) >= (2 if s.reply.format in ("judge", "paradigm") else 6), \
+            s.reply.format
 
 
 @pytest.mark.parametrize("task_name", TASKS)
-@pytest.mark.parametrize("case", ["openevolve-diff", "codeevolve", "shinkaevolve"])
+@pytest.mark.parametrize("case", ["openevolve-diff", "codeevolve", "shinkaevolve", "adaevolve"])
 def test_broken_replies_stay_broken_in_every_format(pool: SandboxPool, case: str,
                                                     task_name: str) -> None:
     sim = SimulatedLLM(task_name, broken_rate=0.999)
@@ -146,8 +152,8 @@ def test_broken_replies_stay_broken_in_every_format(pool: SandboxPool, case: str
     programs = [s for s in steps if s.parsed is not None]
     assert {s.reply.decision.kind for s in programs} == {"prose", "syntax", "wrong_entry"}
     assert all(s.score == 0.0 and not s.valid for s in programs)
-    metas = [s for s in steps if s.reply.format == "meta_prompt"]
-    assert all(s.reply.text == PROSE for s in metas)  # a broken meta reply is prose too
+    metas = [s for s in steps if s.reply.format in ("meta_prompt", "paradigm")]
+    assert all(s.reply.text == PROSE for s in metas)  # a broken text reply is prose too
 
 
 def test_judge_answers_novel_at_its_stated_rate(pool: SandboxPool) -> None:
@@ -181,7 +187,7 @@ def test_island_runs_make_valid_children_as_often_as_greedy(pool: SandboxPool, t
     valid, so an invalid child is a broken or unparsable reply)."""
     budget, rates = 48, {}
     with LLMTestServer(SimulatedLLM("min_max_distance")) as srv:
-        for protocol in ("greedy", "codeevolve", "shinkaevolve"):
+        for protocol in ("greedy", "codeevolve", "shinkaevolve", "adaevolve"):
             cfg = RunConfig(task="min_max_distance", budget=budget, base_url=srv.base_url,
                             run_id=protocol, seed=1, protocol=protocol, max_in_flight=1,
                             depth=budget if protocol == "greedy" else None)
@@ -192,5 +198,5 @@ def test_island_runs_make_valid_children_as_often_as_greedy(pool: SandboxPool, t
             con.close()
             rates[protocol] = valid / n
     assert rates["greedy"] >= 0.8, rates
-    for protocol in ("codeevolve", "shinkaevolve"):
+    for protocol in ("codeevolve", "shinkaevolve", "adaevolve"):
         assert rates[protocol] >= rates["greedy"] - 0.1, rates

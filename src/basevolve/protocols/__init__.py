@@ -1,8 +1,8 @@
 """Within-trajectory parent-sampling protocols (paper, Section 3; docs/design.md ``protocols/``).
 
 ``PROTOCOLS.get(name)(task=..., breadth=N, trajectory=i)`` builds one protocol per
-trajectory.  Built-ins: ``greedy`` and the island protocols ``openevolve``, ``codeevolve`` and
-``shinkaevolve`` (:mod:`basevolve.protocols.island_base`, population in
+trajectory.  Built-ins: ``greedy`` and the island protocols ``openevolve``, ``codeevolve``,
+``shinkaevolve`` and ``adaevolve`` (:mod:`basevolve.protocols.island_base`, population in
 :mod:`basevolve.protocols.islands`).
 
 Engine loop, per trajectory (one protocol each; BaSE runs K of them)::
@@ -29,6 +29,7 @@ edits), draw randomness only from ``self.rng``, and ``PROTOCOLS.register(name, c
 from __future__ import annotations
 
 from basevolve.params import Param, split_assignments
+from basevolve.protocols.adaevolve import AdaEvolveProtocol
 from basevolve.protocols.base import (
     PROTOCOLS,
     PURPOSES,
@@ -48,6 +49,7 @@ __all__ = [
     "PROTOCOLS",
     "PURPOSES",
     "TEXT_PURPOSES",
+    "AdaEvolveProtocol",
     "Child",
     "CodeEvolveProtocol",
     "GreedyProtocol",

@@ -37,11 +37,12 @@ from basevolve.registry import Registry
 from basevolve.tasks.base import Task
 
 #: What an LLM call is for (stored per call, ``calls.purpose``).  Every purpose costs one
-#: unit of C: no protocol makes hidden calls.
-PURPOSES: tuple[str, ...] = ("mutation", "fix", "judge", "meta_prompt", "summary")
+#: unit of C: no protocol makes hidden calls.  ``paradigm``: AdaEvolve's breakthrough
+#: ideas (issue 26).
+PURPOSES: tuple[str, ...] = ("mutation", "fix", "judge", "meta_prompt", "summary", "paradigm")
 #: Purposes whose reply is text for the protocol, not a program to run and score: the
 #: engine hands the reply to :meth:`Protocol.tell_text` and stores no program.
-TEXT_PURPOSES: tuple[str, ...] = ("judge", "meta_prompt", "summary")
+TEXT_PURPOSES: tuple[str, ...] = ("judge", "meta_prompt", "summary", "paradigm")
 
 
 class ProtocolStateError(BasevolveError, RuntimeError):

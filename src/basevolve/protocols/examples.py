@@ -102,6 +102,34 @@ def shinkaevolve(task: Task, kind: str) -> list[dict[str, str]]:
     return p.messages
 
 
+IDEAS = ('{"ideas": [{"idea": "Place the circles by a constrained optimiser", "description": '
+         '"Start from the current layout and let scipy.optimize move centres and radii.", '
+         '"what_to_optimize": "the sum of radii", "cautions": "Keep every circle inside the '
+         'square.", "approach_type": "scipy.optimize.minimize"}]}')
+
+
+def adaevolve(task: Task, kind: str) -> list[dict[str, str]]:
+    """``kind``: exploration, exploitation, balanced, fix, paradigm, idea, full."""
+    intensity = 1.0 if kind == "exploration" else 0.0
+    proto = _build(task, "adaevolve", num_islands=1, max_islands=1, intensity_min=intensity,
+                   intensity_max=intensity, paradigm=kind in ("paradigm", "idea"),
+                   paradigm_window=1, paradigm_threshold=1.0, paradigm_ideas=1,
+                   mode="full" if kind == "full" else "diff")
+    _fill(proto, task, lambda c, i: proto.offer(c.program_id, c.code or "", c.score, c.valid,
+                                                i, own=True, parent_uid=0, error=c.error), 1)
+    if kind in ("exploration", "exploitation", "balanced"):
+        return _until(proto, lambda p: p.meta["mode"] == kind).messages
+    p = proto.ask()
+    if kind == "fix":
+        proto.tell(p, Child(40, None, 0.0, False, "no code block and the reply is not a "
+                                                  "Python program"))
+        return proto.ask().messages
+    if kind == "idea":
+        proto.tell_text(p, IDEAS)
+        return proto.ask().messages
+    return p.messages
+
+
 EXAMPLES: dict[str, Callable[[Task], list[dict[str, str]]]] = {
     "openevolve_full": lambda t: openevolve(t, "full"),
     "openevolve_diff": lambda t: openevolve(t, "diff"),
@@ -110,4 +138,6 @@ EXAMPLES: dict[str, Callable[[Task], list[dict[str, str]]]] = {
     **{f"shinkaevolve_{k}": (lambda t, k=k: shinkaevolve(t, k))
        for k in ("diff", "cross", "full_default", "full_different", "full_motivated",
                  "full_structural", "full_parametric", "fix", "judge")},
+    **{f"adaevolve_{k}": (lambda t, k=k: adaevolve(t, k))
+       for k in ("exploration", "exploitation", "balanced", "fix", "paradigm", "idea", "full")},
 }

@@ -110,6 +110,10 @@ class EvolveBlockReplies:
                     else "NOT NOVEL\nThe same idea.")
         if "prompt engineer" in system:
             return self.meta_edit(users[-1] if users else "")
+        if '{"ideas"' in system:  # AdaEvolve's paradigm call
+            return json.dumps({"ideas": [{"idea": "try another candidate", "description": "",
+                                          "what_to_optimize": "score", "cautions": "",
+                                          "approach_type": "candidates"}]})
         if self.junk_every and _hash(seed, "junk") % self.junk_every == 0:
             return "I am not sure how to improve this program."
         found = parent_program(users)

@@ -102,12 +102,18 @@ def island_reply(body: dict[str, Any], index: int) -> str:
 
     Code replies rewrite the region from the ``rng = ...`` line to ``return points`` of
     the last MinMaxDist program in the prompt (the parent) with a new seed and scaling.
+    AdaEvolve's paradigm call gets one idea as JSON, every third answer unreadable (so
+    its re-ask is exercised).
     """
     msgs = body.get("messages") or []
     system = str(msgs[0].get("content", "")) if msgs else ""
     seed = body.get("seed")
     if "NOVEL or NOT NOVEL" in system:
         return "NOVEL: a different idea" if _h(seed, "judge") % 2 else "NOT NOVEL: same idea"
+    if '{"ideas"' in system:  # AdaEvolve's paradigm call (every 3rd answer unreadable)
+        return ("No idea." if _h(seed, "ideas") % 3 == 0 else
+                '{"ideas": [{"idea": "reseed", "description": "try another seed", '
+                '"what_to_optimize": "score", "cautions": "none", "approach_type": "numpy"}]}')
     users = [str(m.get("content", "")) for m in msgs if m.get("role") == "user"]
     if "prompt engineer" in system:
         line = users[-1].split("PROMPT-BLOCK-START\n", 1)[-1].split("\n", 1)[0]

@@ -20,7 +20,9 @@ not a usable answer to them; the simulator answers as a model that follows the f
   ``<DESCRIPTION>`` and ``<DIFF>`` / ``<CODE>`` (:func:`tagged`);
 * a judge answers ``NOVEL: ...`` or ``NOT NOVEL: ...`` (:func:`judge_reply`); a meta
   prompt gets one small SEARCH/REPLACE edit inside the PROMPT-BLOCK that adds one
-  line of advice after a line of the block (:func:`meta_reply`).
+  line of advice after a line of the block (:func:`meta_reply`); AdaEvolve's paradigm
+  call gets a JSON object of ideas, each naming one of the task's families
+  (:func:`paradigm_reply`).
 
 Broken replies stay broken in every format: prose has no code, SEARCH block or tags; a
 syntax error or a wrong entry name is carried by the edit or the ``<CODE>`` section
@@ -28,6 +30,9 @@ syntax error or a wrong entry name is carried by the edit or the ``<CODE>`` sect
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -127,3 +132,17 @@ def meta_reply(prompt: str, rng: np.random.Generator) -> str | None:
                                 markers=PROMPT_MARKERS).code is not None:
             return edit
     return None
+
+
+def paradigm_reply(families: Sequence[str], n: int, rng: np.random.Generator) -> str:
+    """AdaEvolve's paradigm answer: ``n`` ideas (at most one per family), each naming a
+    family of the task, as one JSON object.  The simulator has no notion of advice
+    quality, so an idea changes nothing in later replies; it only exercises the call."""
+    picks = [families[int(i)] for i in rng.permutation(len(families))[: max(1, n)]]
+    ideas = [{"idea": f"Rebuild the solution as a {name.replace('_', ' ')} construction",
+              "description": f"Replace the current construction by the {name} approach "
+                             "and tune its parameters.",
+              "what_to_optimize": "the task's score",
+              "cautions": "Keep the entry function and the output format.",
+              "approach_type": name} for name in picks]
+    return json.dumps({"ideas": ideas}, indent=1) + "\n"

@@ -12,7 +12,8 @@ One reply, given the request's seed (everything is drawn from
    The parent's code gives its *family* (:meth:`TaskModel.classify`, by the code it
    contains).  A judge answers NOVEL with probability ``judge_novel_rate`` (0.3); a meta
    prompt gets one SEARCH/REPLACE edit inside its PROMPT-BLOCK (prose at the broken
-   rate); neither draws a decision.
+   rate); AdaEvolve's paradigm call gets ideas naming the task's families as JSON (prose
+   at the broken rate); none of these draws a decision.
 2. **Broken reply** with probability ``broken_rate`` (default 0.08): prose without code,
    a syntax error, or the right program under the wrong entry-function name -- the
    failure modes the embedded model showed (prompt text echoed into code, missing entry).
@@ -202,6 +203,11 @@ class SimulatedLLM:
         if req.kind == "meta_prompt":
             edit = None if rng.random() < self.broken_rate else F.meta_reply(req.prompt, rng)
             return Reply(edit or F.PROSE, None, None, req.kind)
+        if req.kind == "paradigm":  # prose (unreadable) at the broken rate
+            if rng.random() < self.broken_rate:
+                return Reply(F.PROSE, None, None, req.kind)
+            names = [f.name for f in self.model.families if f.valid > 0]
+            return Reply(F.paradigm_reply(names, req.ideas, rng), None, None, req.kind)
         fam = self.model.classify(req.parent)
         return self.render(self.decide(fam, req.fitness, rng), rng, req.kind, req.parent)
 

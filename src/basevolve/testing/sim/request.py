@@ -11,17 +11,21 @@ request                   recognised by
 ``meta_prompt``           CodeEvolve's meta prompt: the system prompt names
                           ``PROMPT-BLOCK-START`` (a code call's system prompt never
                           does: its marker lines are stripped)
+``paradigm``              AdaEvolve's breakthrough-ideas call: the system prompt asks
+                          for a JSON object ``{"ideas": ...}``
 ``tagged_diff``           ShinkaEvolve's diff patch: the system prompt asks for ``<DIFF>``
 ``tagged_code``           ShinkaEvolve's full rewrite or crossover: it asks for ``<CODE>``
-``diff``                  CodeEvolve (system prompt) or OpenEvolve's ``mode=diff`` (the
-                          user message's Task section) show ``<<<<<<< SEARCH``
+``diff``                  CodeEvolve and AdaEvolve (system prompt) or OpenEvolve's
+                          ``mode=diff`` (the user message's Task section) show
+                          ``<<<<<<< SEARCH``
 ``full``                  anything else: OpenEvolve's template (greedy, ``openevolve``
                           in full-rewrite mode)
 ========================  ===========================================================
 
 The parent (the program to improve) and its score sit in a different place per protocol:
 
-* OpenEvolve: the fenced block under ``# Current Program``, the first ``- Fitness:`` line;
+* OpenEvolve and AdaEvolve: the fenced block under ``# Current Program``, the first
+  ``- Fitness:`` line (AdaEvolve shows its context programs first, without such a line);
 * CodeEvolve: the last ``# IMPROVE THE TARGET PROGRAM`` block (the final user turn; the
   earlier ones are the lineage) and the ``- combined_score:`` line after it;
 * ShinkaEvolve: the block under ``# Current program`` and the ``- combined_score:`` line
@@ -48,7 +52,9 @@ _FITNESS = re.compile(r"^- Fitness: *(\S+)", re.MULTILINE)
 _COMBINED = re.compile(r"^- combined_score: *(\S+)", re.MULTILINE)
 _TASK_SECTION = "\n# Task\n"
 SEARCH_LINE = "<<<<<<< SEARCH"
-KINDS = ("full", "diff", "tagged_diff", "tagged_code", "judge", "meta_prompt")
+KINDS = ("full", "diff", "tagged_diff", "tagged_code", "judge", "meta_prompt", "paradigm")
+PARADIGM_MARK = '{"ideas"'
+_IDEA_COUNT = re.compile(r"exactly (\d+) ideas")
 
 
 @dataclass(frozen=True)
@@ -57,13 +63,15 @@ class Request:
 
     ``parent`` is the program to improve as the prompt shows it (``""`` when none, e.g.
     for a judge); ``prompt`` is the evolvable prompt of a meta-prompt request (with its
-    PROMPT-BLOCK markers), else ``""``.
+    PROMPT-BLOCK markers), else ``""``; ``ideas`` is how many ideas a paradigm request
+    asks for (3 when it does not say).
     """
 
     kind: str
     parent: str
     fitness: float
     prompt: str = ""
+    ideas: int = 3
 
 
 def _text(content: Any) -> str:
@@ -95,6 +103,8 @@ def kind_of(messages: list[dict[str, Any]]) -> str:
         return "judge"
     if PROMPT_MARKERS[0] in system:
         return "meta_prompt"
+    if PARADIGM_MARK in system:
+        return "paradigm"
     if "<DIFF>" in system:
         return "tagged_diff"
     if "<CODE>" in system:
@@ -132,5 +142,8 @@ def read_request(body: dict[str, Any]) -> Request:
         prompt = user[user.rfind("\n", 0, start) + 1 : end + len(PROMPT_MARKERS[1])] \
             if 0 <= start < end else ""
         return Request(kind, "", 0.0, prompt)
+    if kind == "paradigm":
+        m = _IDEA_COUNT.search(content(body))
+        return Request(kind, "", 0.0, ideas=min(int(m.group(1)), 20) if m else 3)
     code, fitness = parent_of(content(body))
     return Request(kind, code, fitness)
