@@ -13,6 +13,15 @@ both displays keep their own clock and redraw between events:
 Both show the same fields: elapsed time, LLM calls in flight, calls done / C (with a
 FLOPs or token budget: calls done and the budget spent / its limit), best
 score, valid-children rate and FLOPs, taken from :meth:`Engine.snapshot`.
+
+Issue 24, item 9: under CPU load one embedded call takes minutes, and a line whose only
+moving part was the clock still looked hung.  While the embedded model decodes, both
+lines end with ``decoding R requests: K tokens, X tok/s`` (the tokens the requests in
+flight have produced so far, and the rate over the last ten seconds, from
+:mod:`basevolve.llm.decode_meter`).  Before the first LLM call the line says what the
+run is doing (:meth:`phase`: "evaluating the initial program (10 answering calls)"
+while a text task's initial template is scored) instead of "waiting for the first LLM
+call", and the plain display writes that line too, every ``every_s`` seconds.
 """
 
 from __future__ import annotations
@@ -26,11 +35,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from basevolve.llm.decode_meter import METER, DecodeRate, decode_words
 from basevolve.terminal import clean
 
+WAITING = "waiting for the first LLM call"
 
-def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
-    """One line of progress from an engine snapshot; ``elapsed_s`` is the display's clock."""
+
+def progress_line(s: dict[str, Any], elapsed_s: float, decoding: str = "") -> str:
+    """One line of progress from an engine snapshot; ``elapsed_s`` is the display's clock,
+    ``decoding`` the embedded model's token progress (:func:`decode_words`), if any."""
     rate = "-" if s.get("valid_rate") is None else f"{100 * s['valid_rate']:.0f}%"
     best = s.get("best_score")
     best_text = "-" if best is None else f"{best:.4f}"
@@ -40,7 +53,8 @@ def progress_line(s: dict[str, Any], elapsed_s: float) -> str:
         calls = (f"calls {s['calls_completed']}  {s['budget_kind']} "
                  f"{s['budget_spent']:.3g}/{s['budget_limit']:.3g}")
     return (f"[{clean(s['run_id'])}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
-            f"{calls}  best {best_text}  valid {rate}  FLOPs {s['flops']:.3g}")
+            f"{calls}  best {best_text}  valid {rate}  FLOPs {s['flops']:.3g}"
+            + (f"  {decoding}" if decoding else ""))
 
 
 class _Clock:
@@ -48,19 +62,35 @@ class _Clock:
 
     def __init__(self) -> None:
         self.snapshot: dict[str, Any] | None = None
-        self._at = time.monotonic()
+        self.phase = WAITING
+        self._at = self._t0 = time.monotonic()
         self._lock = threading.Lock()
+        self._rate = DecodeRate()
 
     def update(self, s: dict[str, Any]) -> None:
         with self._lock:
             self.snapshot, self._at = dict(s), time.monotonic()
+
+    def decoding(self) -> str:
+        reading = METER.read()
+        with self._lock:
+            rate = self._rate.update(reading)
+        return decode_words(reading, rate)
 
     def line(self) -> str | None:
         with self._lock:
             s, at = self.snapshot, self._at
         if s is None:
             return None
-        return progress_line(s, float(s.get("elapsed_s", 0.0)) + time.monotonic() - at)
+        return progress_line(s, float(s.get("elapsed_s", 0.0)) + time.monotonic() - at,
+                             self.decoding())
+
+    def waiting_line(self) -> str:
+        """Before the first snapshot: what the run does, for how long, and any decoding."""
+        minutes, seconds = divmod(int(time.monotonic() - self._t0), 60)
+        decoding = self.decoding()
+        return (f"{clean(self.phase)} … {minutes:d}:{seconds:02d}"
+                + (f"  {decoding}" if decoding else ""))
 
 
 class RichProgress:
@@ -73,10 +103,14 @@ class RichProgress:
         self.live.start()
 
     def __rich__(self) -> Text:
-        return Text(self.clock.line() or "waiting for the first LLM call …")
+        return Text(self.clock.line() or self.clock.waiting_line())
 
     def __call__(self, s: dict[str, Any]) -> None:
         self.clock.update(s)
+
+    def phase(self, text: str) -> None:
+        """What the run does before its first LLM call (shown until the first snapshot)."""
+        self.clock.phase = text
 
     def done(self) -> None:
         if self.live.is_started:
@@ -91,7 +125,7 @@ class PlainProgress:
         self.stream = stream or sys.stderr
         self.every_s = every_s
         self._last_done: int | None = None
-        self._last_write = 0.0
+        self._last_write = time.monotonic()
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._ticker = threading.Thread(target=self._tick, name="basevolve-progress",
@@ -99,9 +133,7 @@ class PlainProgress:
         self._ticker.start()
 
     def _write(self) -> None:
-        line = self.clock.line()
-        if line is None:
-            return
+        line = self.clock.line() or self.clock.waiting_line()
         with self._write_lock:
             self.stream.write(line + "\n")
             self.stream.flush()
@@ -111,6 +143,13 @@ class PlainProgress:
         while not self._stop.wait(1.0):
             if time.monotonic() - self._last_write >= self.every_s:
                 self._write()
+
+    def phase(self, text: str) -> None:
+        """What the run does before its first LLM call: written now and every
+        ``every_s`` seconds until the first snapshot."""
+        self.clock.phase = text
+        if self.clock.snapshot is None:
+            self._write()
 
     def __call__(self, s: dict[str, Any]) -> None:
         self.clock.update(s)
@@ -125,7 +164,8 @@ class PlainProgress:
             return
         self._stop.set()
         self._ticker.join(timeout=2.0)
-        self._write()
+        if self.clock.snapshot is not None:  # a run that never sent a call: nothing to add
+            self._write()
 
 
 def make_progress(stream: IO[str] | None = None) -> RichProgress | PlainProgress:

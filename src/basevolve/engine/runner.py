@@ -243,6 +243,25 @@ def run_lock(store_path: str | Path, run_id: str) -> Iterator[None]:
         os.close(fd)
 
 
+def initial_phase(task: Any) -> str:
+    """What a new run does before its first LLM call (issue 24, item 9): it scores the
+    initial program; a text task's template costs one answering call per question, and
+    with the embedded model those take minutes on a CPU."""
+    if getattr(task, "artifact", "program") == "text":
+        from basevolve.engine.text_eval import worst_case_eval_units
+
+        return f"evaluating the initial program ({worst_case_eval_units(task)} answering calls)"
+    return "evaluating the initial program"
+
+
+def show_phase(progress: Progress | None, text: str) -> None:
+    """Tell a live display (one with a ``phase`` method, :mod:`basevolve.cli.progress`)
+    what the run does until its first snapshot; a plain callable is left alone."""
+    phase = getattr(progress, "phase", None)
+    if callable(phase):
+        phase(text)
+
+
 def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | None = None,
               out_dir: Path | None = None, pool: Any | None = None,
               notify: Notify = _quiet, task: Any | None = None) -> dict[str, Any]:
@@ -268,6 +287,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
                              task=identity.to_dict())
             notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
                    f"model {client.model_spec.name}; store {store.path}")
+            show_phase(progress, initial_phase(task))
             return _execute(cfg, store, task, client, settings, resume=False,
                             progress=progress, out_dir=out_dir, pool=prep.pool,
                             notify=notify, answers=answers)
