@@ -65,7 +65,9 @@ const BV = (() => {
     if (!res.ok) {
       let msg = res.status + " " + res.statusText;
       try { msg = (await res.json()).error || msg; } catch (e) { /* not JSON */ }
-      throw new Error(msg);
+      const err = new Error(msg);
+      err.status = res.status;
+      throw err;
     }
     return res.json();
   }
@@ -192,7 +194,19 @@ const BV = (() => {
   }
 
   const params = () => new URLSearchParams(location.search);
+  // One query parameter as typed, "+" kept (issue 24, item 15): URLSearchParams reads a
+  // "+" as a space (form encoding), so a run id such as "a+b" pasted raw into
+  // /run?id=a+b became "a b" and the page said "no such run".  Ids never hold spaces;
+  // %2B, %20 and the other escapes still decode.
+  function rawParam(name) {
+    const dec = (s) => { try { return decodeURIComponent(s); } catch (e) { return s; } };
+    for (const part of location.search.replace(/^\?/, "").split("&")) {
+      const eq = part.indexOf("=");
+      if (dec(eq < 0 ? part : part.slice(0, eq)) === name) return eq < 0 ? "" : dec(part.slice(eq + 1));
+    }
+    return null;
+  }
 
   return {visible, text, el, clear, fill, add, banner, json, num, sci, int, pct, time, runLink, sweepLink,
-          table, section, kv, chart, chartBox, live, params, PALETTE, costBudget, budgetText};
+          table, section, kv, chart, chartBox, live, params, rawParam, PALETTE, costBudget, budgetText};
 })();

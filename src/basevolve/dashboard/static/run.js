@@ -3,7 +3,7 @@
 
 (() => {
   const {el, clear, fill, json, num, sci, int, pct, time, section, kv, table, chart, chartBox} = BV;
-  const runId = BV.params().get("id") || "";
+  const runId = BV.rawParam("id") || "";  // "+" kept as typed (issue 24, item 15)
   const q = encodeURIComponent(runId);
   const main = document.getElementById("main");
 
@@ -15,7 +15,10 @@
   const callDetail = box("call-detail"), programDetail = box("program-detail");
   const chartNote = el("p", {class: "muted", id: "chart-note"});
   const pullsSection = section("BaSE allocation: pulls per arm", chartBox("chart-pulls"), allocBox);
-  fill(main, 
+  // A run id the store does not hold: one message instead of empty sections (issue 24,
+  // item 15); the sections come back if the run appears (a live store).
+  const missing = el("div", {id: "missing"});
+  const content = el("div", {id: "run-content"},
     section("Run", head, totals),
     section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops")), chartNote),
     section("Children", chartBox("chart-scatter")),
@@ -28,6 +31,8 @@
     section("Calls", el("p", {class: "muted"}, "Click a call for its prompt, raw reply and attempts."), callsBox),
     section("Selected call", callDetail),
     section("Errors", errorsBox));
+  missing.hidden = true;
+  fill(main, missing, content);
   fill(programDetail, el("p", {class: "muted"}, "No program selected."));
   fill(callDetail, el("p", {class: "muted"}, "No call selected."));
 
@@ -297,8 +302,27 @@
   }
   window.addEventListener("hashchange", onHash);
 
+  function showMissing() {
+    document.title = "No such run - basevolve dashboard";
+    fill(missing, section("No such run",
+      el("p", {id: "missing-text"}, "This store has no run ", el("code", {class: "runid"}, runId || "(no id given)"),
+        ". ", el("a", {href: "/"}, "The runs page"), " lists every run of the store with a link to its page; " +
+        "in a typed address a run id goes after /run?id= as it is (a \"+\" may also be written %2B).")));
+    missing.hidden = false;
+    content.hidden = true;
+  }
+
   async function refresh() {
-    const d = await json(`/api/run?id=${q}`);
+    let d;
+    try {
+      d = await json(`/api/run?id=${q}`);
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      showMissing();
+      return;
+    }
+    missing.hidden = true;
+    content.hidden = false;
     for (const kind of ["calls", "errors"]) {  // keep the page the user is reading
       if (pages[kind] !== 1) d[kind] = await json(`/api/${kind}?run=${q}&page=${pages[kind]}&size=${d[kind].size}`);
     }

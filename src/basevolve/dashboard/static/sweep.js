@@ -4,7 +4,7 @@
 (() => {
   const {el, clear, fill, json, num, sci, int, section, table, chart, chartBox, sweepLink} = BV;
   const params = BV.params();
-  const sweepId = params.get("id") || "all";
+  const sweepId = BV.rawParam("id") || "all";  // "+" kept (issue 24, item 15)
   const main = document.getElementById("main");
   const head = el("div", {id: "sweep-head"}), heat = el("div", {id: "heatmaps"});
   const env = el("div", {id: "envelopes"}), rel = el("div", {id: "reliability"});
