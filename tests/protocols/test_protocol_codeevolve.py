@@ -11,6 +11,7 @@ from island_sim import drive
 from protocol_fakes import ISLAND_INITIAL, IslandTask
 from scipy import stats
 
+from basevolve.prompts.diff import PROMPT_MARKERS, apply_search_replace
 from basevolve.protocols import PROTOCOLS, Child
 
 ALPHA = 0.001
@@ -144,3 +145,71 @@ def test_seeded_determinism(meta_prompting):
         return [json.dumps(p.messages) for p in drive(proto, 60, seed=2, in_flight=3, junk_every=7)]
 
     assert run(3) == run(3) and run(3) != run(4)
+
+
+def test_search_blocks_must_match_exactly():
+    """Issue 23, item 4 (spec section 3.5): CodeEvolve's SEARCH, stripped, must be a
+    substring of an EVOLVE block.  The relaxed levels of the shared applier (trailing
+    whitespace, tabs, re-indentation) are ShinkaEvolve's, not CodeEvolve's: an edit
+    that needs them is a score-0 child here, while ShinkaEvolve's applier takes it."""
+    parent = ("import math\n\n# EVOLVE-BLOCK-START\ndef make():\n    a = 0.5\n"
+              "    return a\n# EVOLVE-BLOCK-END\n")
+    task = IslandTask()
+    proto = PROTOCOLS.get("codeevolve")(task=task, rng=np.random.default_rng(0),
+                                        meta_prompting=False)
+    proto.set_initial(Child(1, parent, 0.5, True, None))
+    p = proto.ask()
+    loose = {  # each matches only at one relaxed level of prompts/diff.py
+        "indent": "        a = 0.5\n        return a",
+        "rstrip": "    a = 0.5   \n    return a",
+        "tabs": "\ta = 0.5\n\treturn a",
+    }
+    for level, search in loose.items():
+        reply = f"<<<<<<< SEARCH\n{search}\n=======\n    a = 0.75\n    return a\n>>>>>>> REPLACE"
+        got = proto.parse_reply(p, reply)
+        assert got.code is None and "not found" in got.error, level
+        fuzzy = apply_search_replace(parent, reply, require_in_evolve_block=True)
+        assert fuzzy.methods == (level,) and "a = 0.75" in fuzzy.code, level  # Shinka's rule
+    exact = ("<<<<<<< SEARCH\n    a = 0.5\n    return a\n=======\n    a = 0.75\n    return a\n"
+             ">>>>>>> REPLACE")
+    assert proto.parse_reply(p, exact).code == parent.replace("a = 0.5", "a = 0.75")
+    # stripped, as CodeEvolve parses: the first line's indentation and the blank edges
+    # around a block do not matter, the text in between must be exact
+    stripped = "<<<<<<< SEARCH\n\n  a = 0.5\n=======\na = 0.25\n\n>>>>>>> REPLACE"
+    assert proto.parse_reply(p, stripped).code == parent.replace("a = 0.5", "a = 0.25")
+    # the meta-prompt's PROMPT-BLOCK edits follow the same rule
+    meta = PROTOCOLS.get("codeevolve")(task=task, rng=np.random.default_rng(0), num_islands=1)
+    meta.set_initial(Child(1, parent, 0.5, True, None))
+    m = meta.ask()
+    line = task.system_message.replace("You are", "You\tare")
+    tabbed = f"<<<<<<< SEARCH\n{line}\n=======\nBe careful.\n>>>>>>> REPLACE"
+    base = meta.prompts[0][0].text
+    assert apply_search_replace(base, tabbed, require_in_evolve_block=True,
+                                markers=PROMPT_MARKERS).methods == ("tabs",)
+    meta.tell_text(m, tabbed)
+    assert meta.ask().meta["meta_prompt_applied"] is False
+
+
+def test_islands_with_neighbours_show_no_inspirations_before_the_first_migration():
+    """Issue 23, item 4 (spec 3.3, CodeEvolve v1): an island with ring neighbours drops
+    inspirations until its epoch exceeds migration_interval; a lone island never does."""
+    def protocol(islands: int):
+        proto = make(num_islands=islands, init_pop=0, meta_prompting=False,
+                     exploration_rate=0.0, num_inspirations=2, migration_interval=3)
+        for i in range(islands):
+            for k, v in enumerate((0.6, 0.7, 0.8)):
+                proto.insert(Child(10 * (i + 1) + k, prog(v), v, True, None), i)
+        return proto
+
+    proto = protocol(2)
+    seen = []
+    for _ in range(10):  # fresh jobs go to islands 0, 1, 0, 1, ...; each told at once
+        p = proto.ask()
+        island = p.meta["island"]
+        seen.append((island, proto.epochs[island] + 1, len(p.meta["inspirations"])))
+        proto.tell(p, Child(None, None, 0.0, False, "no program"))
+    for _island, epoch, n in seen:
+        assert n == (2 if epoch > 3 else 0), seen
+    assert {e for _, e, n in seen if n} == {4, 5}
+    lone = protocol(1)
+    assert len(lone.ask().meta["inspirations"]) == 2

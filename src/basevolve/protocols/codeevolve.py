@@ -27,9 +27,17 @@ With ``--feedback artifacts`` (issue 21, part 3) the code call's last user turn 
 with the parent's evaluator feedback (:mod:`basevolve.prompts.feedback`); CodeEvolve's
 templates have no slot for it, so it is appended.  The meta-prompt call is unchanged.
 
-The code call's reply must be strict SEARCH/REPLACE edits inside the EVOLVE blocks; any
-failure is a child with score 0 and the reason.  A prompt's fitness is the best fitness
-of a child generated with it.
+The code call's reply must be strict SEARCH/REPLACE edits inside the EVOLVE blocks, by
+CodeEvolve's own rule (:mod:`basevolve.prompts.exact_diff`: each stripped SEARCH an exact
+substring of a block; none of the shared applier's relaxed levels, issue 23, item 4); any
+failure is a child with score 0 and the reason.  The meta-prompt's PROMPT-BLOCK edits
+follow the same rule.  A prompt's fitness is the best fitness of a child generated with
+it.
+
+Inspirations (CodeEvolve v1, issue 23, item 4): an island with ring neighbours (more than
+one island) shows none until the job's epoch -- the island's told jobs + 1 -- exceeds
+``migration_interval``, i.e. until the first migration could have brought programs from
+elsewhere; a lone island shows them from the start.
 
 Defaults (CodeEvolve v1, ``templates/python/configs/config_mp_insp.yaml`` keys under
 EVOLVE_CONFIG): 5 islands [num_islands], 40 alive [max_size], init_pop 6 [init_pop],
@@ -50,8 +58,10 @@ from basevolve.prompts.codeevolve import (
     edit_between,
     initial_prompt,
 )
-from basevolve.prompts.diff import PROMPT_MARKERS, apply_search_replace
+from basevolve.prompts.diff import PROMPT_MARKERS
+from basevolve.prompts.exact_diff import apply_exact_search_replace
 from basevolve.prompts.feedback import append_section
+from basevolve.prompts.parse import ParsedProgram, strip_think
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
@@ -128,7 +138,7 @@ class CodeEvolveProtocol(IslandProtocol):
                    "depth": 0, "prompt": 0, "explore": False}
         elif float(self.rng.random()) <= p["exploration_rate"]:
             parent = self.pop.choice(alive)
-            others = [m for m in alive if m.uid != parent.uid]
+            others = [m for m in alive if m.uid != parent.uid] if self._inspiring(island) else []
             insp = [self.pop.choice(others).uid for _ in range(p["num_inspirations"])] if others else []
             prompts = self.prompts[island]
             base = prompts[int(self.rng.integers(len(prompts)))].pid
@@ -136,7 +146,7 @@ class CodeEvolveProtocol(IslandProtocol):
                    "depth": 0, "prompt": base, "explore": True}
         else:
             parent = self._roulette(alive)
-            others = [m for m in alive if m.uid != parent.uid]
+            others = [m for m in alive if m.uid != parent.uid] if self._inspiring(island) else []
             insp = [self._roulette(others).uid for _ in range(p["num_inspirations"])] if others else []
             prompt = parent.meta.get("prompt")
             if prompt is None or prompt >= len(self.prompts[island]):
@@ -150,8 +160,27 @@ class CodeEvolveProtocol(IslandProtocol):
             return self._meta_call(job)
         return self._code_call(job)
 
+    def _inspiring(self, island: int) -> bool:
+        """CodeEvolve v1: an island with neighbours shows inspirations only once the
+        job's epoch exceeds ``migration_interval`` (module docstring)."""
+        lone = self.params["num_islands"] == 1
+        return lone or self.epochs[island] + 1 > self.params["migration_interval"]
+
     def _shown(self, m: Member) -> Shown:
         return Shown(m.code, m.fitness, m.valid, m.error)
+
+    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """A code call's SEARCH/REPLACE edits by CodeEvolve's exact rule (module
+        docstring); a text artifact (issue 15) has no markers, its whole text is the
+        region."""
+        if proposal.meta.get("format") != "diff":
+            return super().parse_reply(proposal, reply_text)
+        markers = getattr(self.task, "artifact", "program") == "program"
+        res = apply_exact_search_replace(proposal.parent_code, strip_think(reply_text or ""),
+                                         confine=markers)
+        if res.code is None:
+            return ParsedProgram(None, f"diff not applied: {res.error}", "none")
+        return ParsedProgram(res.code, None, "diff:" + ",".join(res.methods))
 
     def _meta_call(self, job: dict[str, Any]) -> Call:
         parent = self.pop.members[job["parent"]]
@@ -185,8 +214,7 @@ class CodeEvolveProtocol(IslandProtocol):
         job = dict(call.ctx["job"])
         island = job["island"]
         base = self.prompts[island][job["prompt"]]
-        res = apply_search_replace(base.text, text, require_in_evolve_block=True,
-                                   markers=PROMPT_MARKERS)
+        res = apply_exact_search_replace(base.text, text, markers=PROMPT_MARKERS)
         if res.code is not None:
             entry = PromptEntry(len(self.prompts[island]), res.code, base.pid)
             self.prompts[island].append(entry)

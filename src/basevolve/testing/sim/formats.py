@@ -13,9 +13,11 @@ not a usable answer to them; the simulator answers as a model that follows the f
   (:func:`child_program`);
 * a diff is the SEARCH/REPLACE rendering of parent -> child with one block per changed
   hunk (:func:`basevolve.prompts.codeevolve.edit_between`); every SEARCH text lies in
-  the parent's EVOLVE block, and the edit is checked with the strict applier, falling
-  back to one block that replaces the whole EVOLVE body when a hunk would match
-  elsewhere first (:func:`search_replace`);
+  the parent's EVOLVE block, and the edit must give the child under both appliers --
+  the shared one and CodeEvolve's exact rule (stripped SEARCH / REPLACE,
+  :mod:`basevolve.prompts.exact_diff`) -- else each hunk is widened upwards by equal
+  lines until its first lines share their indentation, else one block replaces the
+  whole EVOLVE body (:func:`search_replace`);
 * tagged replies wrap the diff or the fenced child program in ``<NAME>``,
   ``<DESCRIPTION>`` and ``<DIFF>`` / ``<CODE>`` (:func:`tagged`);
 * a judge answers ``NOVEL: ...`` or ``NOT NOVEL: ...`` (:func:`judge_reply`); a meta
@@ -31,6 +33,7 @@ syntax error or a wrong entry name is carried by the edit or the ``<CODE>`` sect
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 
@@ -38,6 +41,7 @@ import numpy as np
 
 from basevolve.prompts.codeevolve import edit_between
 from basevolve.prompts.diff import PROMPT_MARKERS, apply_search_replace, evolve_blocks
+from basevolve.prompts.exact_diff import apply_exact_search_replace
 from basevolve.testing.sim.families import evolve_body
 
 PROSE = ("The current approach is reasonable. To improve the fitness I would "
@@ -81,12 +85,52 @@ def _block(search: str, replace: str) -> str:
     return f"<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE"
 
 
+def _gives(parent: str, edit: str, child: str, markers: tuple[str, str] | None = None) -> bool:
+    """Whether ``edit`` turns ``parent`` into ``child`` under the shared applier and, when
+    the text has marked regions, under CodeEvolve's exact rule too."""
+    kw = {} if markers is None else {"markers": markers}
+    if apply_search_replace(parent, edit, require_in_evolve_block=True, **kw).code != child:
+        return False
+    if not evolve_blocks(parent, *([] if markers is None else [markers])):
+        return True
+    return apply_exact_search_replace(parent, edit, **kw).code == child
+
+
+def _ragged(search: list[str], replace: list[str]) -> bool:
+    """Whether stripping would lose a first line's indentation (or has no line to keep)."""
+    if not search or not replace or not search[0].strip():
+        return True
+    x, y = search[0], replace[0]
+    return len(x) - len(x.lstrip()) != len(y) - len(y.lstrip())
+
+
+def _anchored(parent: str, child: str) -> str:
+    """:func:`edit_between`'s hunks, each widened upwards over equal lines until its
+    SEARCH and REPLACE start with the same, non-blank line indentation (CodeEvolve
+    strips both sides, so a first line's own indentation is not replaced)."""
+    a, b = parent.splitlines(), child.splitlines()
+    blocks, floor = [], 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2 and i1 > 0:  # pure insertion: anchor on the line before
+            i1, j1 = i1 - 1, j1 - 1
+        while (_ragged(a[i1:i2], b[j1:j2]) and i1 > floor and j1 > 0
+               and a[i1 - 1] == b[j1 - 1]):
+            i1, j1 = i1 - 1, j1 - 1
+        floor = i2
+        blocks.append(_block("".join(x + "\n" for x in a[i1:i2]),
+                             "".join(y + "\n" for y in b[j1:j2])))
+    return "\n\n".join(blocks)
+
+
 def search_replace(parent: str, child: str) -> str:
     """SEARCH/REPLACE blocks that turn ``parent`` into ``child`` under the strict applier
-    with ``require_in_evolve_block=True`` (module docstring)."""
-    edit = edit_between(parent, child)
-    if apply_search_replace(parent, edit, require_in_evolve_block=True).code == child:
-        return edit
+    with ``require_in_evolve_block=True`` and under CodeEvolve's exact rule (module
+    docstring)."""
+    for edit in (edit_between(parent, child), _anchored(parent, child)):
+        if _gives(parent, edit, child):
+            return edit
     p_spans, c_spans = evolve_blocks(parent), evolve_blocks(child)
     if not p_spans or not c_spans:
         return _block(parent if parent.endswith("\n") else parent + "\n",
@@ -128,8 +172,9 @@ def meta_reply(prompt: str, rng: np.random.Generator) -> str | None:
     for line in lines[first:] + lines[:first]:  # the first line whose edit applies
         old = line + "\n"
         edit = "Adding one piece of advice.\n\n" + _block(old, old + advice) + "\n"
-        if apply_search_replace(prompt, edit, require_in_evolve_block=True,
-                                markers=PROMPT_MARKERS).code is not None:
+        want = apply_search_replace(prompt, edit, require_in_evolve_block=True,
+                                    markers=PROMPT_MARKERS).code
+        if want is not None and _gives(prompt, edit, want, PROMPT_MARKERS):
             return edit
     return None
 
