@@ -4,16 +4,18 @@
 # documentation site, tests/docs).  This is the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The sandbox tests use bubblewrap; install it when we can (root with apt-get), as
-# scripts/main.sh does.  Without it the tests of the bubblewrap level are skipped.
-if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  apt-get update -qq || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap
-fi
+# The sandbox tests use bubblewrap and the dashboard's browser tests drive Debian's
+# chromium through Playwright; install them when we can (root with apt-get), as .ci/run
+# does.  Without them those tests are skipped, and the session ends with a loud line
+# saying so (tests/conftest.py; issue 24, item 11).
+bash scripts/system_deps.sh bwrap:bubblewrap chromium:chromium
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[dev,docs,local,local-small,ray]'
+# pip only when something is missing (scripts/installed.py; issue 24, item 10)
+if ! python scripts/installed.py dev docs local local-small ray >/dev/null; then
+  python -m pip install -q --upgrade pip
+  python -m pip install -q -e '.[dev,docs,local,local-small,ray]'
+fi
 ruff check --no-cache src tests benchmarks  # no cache: a stale one hid import-order errors once
 python -m pytest "$@"

@@ -68,6 +68,37 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+#: skips a user must not miss: (kind, words in the skip reason, what to do)
+LOUD_SKIPS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("real-browser dashboard", ("chromium", "playwright"),
+     "apt-get install -y chromium (scripts/test.sh does it when root)"),
+    ("bubblewrap sandbox", ("bubblewrap", "bwrap"),
+     "apt-get install -y bubblewrap (scripts/test.sh does it when root)"),
+)
+
+
+def skipped_kinds(reasons: list[str]) -> list[str]:
+    """One loud line per kind of important skip among ``reasons`` (issue 24, item 11)."""
+    lines = []
+    for kind, words, fix in LOUD_SKIPS:
+        hits = [r for r in reasons if any(w in r.lower() for w in words)]
+        if hits:
+            lines.append(f"{len(hits)} {kind} test(s) SKIPPED, not run: {hits[0]}; fix: {fix}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say loudly when the browser or bubblewrap tests did not run: with ``-q`` a skip
+    is one ``s`` among hundreds of dots, and on a fresh machine without chromium the
+    dashboard's real-browser tests skipped silently (issue 24, item 11)."""
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reasons.append(str(longrepr[2] if isinstance(longrepr, tuple) else longrepr))
+    for line in skipped_kinds(reasons):
+        terminalreporter.write_sep("!", line, yellow=True, bold=True)
+
+
 @pytest.fixture
 def sigint_handled() -> Iterator[None]:
     """Catch SIGINT in this process for the test (Python's KeyboardInterrupt handler).

@@ -1,4 +1,8 @@
-"""Tests leave the repository root as they found it (issue 24, item 12).
+"""Session checks of tests/conftest.py (issue 24, items 11 and 12).
+
+Item 11: skipped browser or bubblewrap tests end the session with a loud line.
+
+Item 12: tests leave the repository root as they found it.
 
 Runs that the tests started without ``--out`` wrote ``basevolve-out/RUN_ID`` into the
 repository root.  tests/conftest.py now starts every test in a temporary folder and
@@ -91,3 +95,41 @@ def test_the_session_passes_when_tests_write_into_tmp_path(tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "REPOSITORY ROOT" not in done.stdout
     assert not (project / "basevolve-out").exists()
+
+
+SKIPPING = (
+    "import pytest\n"
+    "def test_browser():\n"
+    "    pytest.skip(\"browser tests need Debian's chromium (apt-get install -y chromium); "
+    "none found\")\n"
+    "@pytest.mark.skipif(True, reason='needs bubblewrap and root')\n"
+    "def test_bwrap_a():\n"
+    "    pass\n"
+    "@pytest.mark.skipif(True, reason='needs bubblewrap')\n"
+    "def test_bwrap_b():\n"
+    "    pass\n"
+    "def test_other():\n"
+    "    pytest.skip('no writable memory cgroup here')\n"
+    "def test_runs():\n"
+    "    assert True\n"
+)
+
+
+def test_skipped_browser_and_bubblewrap_tests_are_said_loudly(tmp_path) -> None:
+    project = _scratch_project(tmp_path, SKIPPING)
+    done = _pytest(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if "SKIPPED, not run" in line]
+    assert len(lines) == 2, done.stdout
+    assert "1 real-browser dashboard test(s) SKIPPED" in lines[0] and "chromium" in lines[0]
+    assert "2 bubblewrap sandbox test(s) SKIPPED" in lines[1]
+    assert "apt-get install -y bubblewrap" in lines[1]
+    assert "cgroup" not in "\n".join(lines)  # other skips stay quiet
+
+
+def test_no_loud_line_when_nothing_important_was_skipped(tmp_path) -> None:
+    project = _scratch_project(tmp_path, "import pytest\n"
+                                         "def test_other():\n"
+                                         "    pytest.skip('no writable memory cgroup')\n")
+    done = _pytest(project)
+    assert done.returncode == 0 and "SKIPPED, not run" not in done.stdout, done.stdout
