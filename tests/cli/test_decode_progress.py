@@ -162,3 +162,16 @@ def test_a_new_run_tells_the_display_what_it_does_first() -> None:
     show_phase(lambda s: None, "y")  # a plain callable: left alone
     show_phase(None, "z")
     assert seen == ["x"]
+
+
+def test_plain_progress_is_quiet_until_it_has_something_to_say() -> None:
+    """While the model loads (its own lines say so) the clock writes nothing."""
+    out = io.StringIO()
+    p = PlainProgress(out, every_s=1.0)
+    try:
+        time.sleep(2.5)
+        assert out.getvalue() == ""
+        p.phase("evaluating the initial program")
+        assert out.getvalue().startswith("evaluating the initial program … 0:0")
+    finally:
+        p.done()

@@ -141,6 +141,8 @@ class PlainProgress:
 
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
+            if self.clock.snapshot is None and self.clock.phase == WAITING:
+                continue  # nothing said yet (model loading prints its own lines)
             if time.monotonic() - self._last_write >= self.every_s:
                 self._write()
 
