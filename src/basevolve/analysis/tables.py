@@ -27,7 +27,9 @@ params      any      optional; free-form (JSON text) allocator/protocol paramete
 cumulative_flops`` -- the running best after each completed call (``step`` = call
 index 1..C in a basevolve store; any increasing index works) -- and optionally
 ``generation``, the run's generation index at that step (Table 3's "Gen."; a basevolve
-store writes it; without it Table 3 shows the call index only).  ``cumulative_flops``
+store writes it; without it Table 3 shows the call index only), and ``arm``, the
+trajectory (0..K-1) the step's call went to (the report's pulls-per-arm figure; a
+basevolve store writes it).  ``cumulative_flops``
 counts every call up to the step, failed ones included (Appendix "Effective FLOPs").
 
 **Children table** (optional): ``run_id, step, fitness`` -- every child's score; used
@@ -64,6 +66,8 @@ TRAJECTORY_COLUMNS: tuple[str, ...] = (
 )
 #: optional trajectory column: the run's generation index at each step (Table 3 "Gen.")
 GENERATION_COLUMN = "generation"
+#: optional trajectory column: the trajectory (arm) each step's call went to (issue 24)
+ARM_COLUMN = "arm"
 CHILDREN_COLUMNS: tuple[str, ...] = ("run_id", "step", "fitness")
 #: allocator values that mean "no bandit": one trajectory gets every call.
 FINISHED = "finished"  # the store's status of a run that spent its whole budget
@@ -235,20 +239,20 @@ def _validate_long(
 def validate_trajectories(df: pd.DataFrame) -> pd.DataFrame:
     """Check a trajectory table (see the module docstring); sorted by run and step.
 
-    The optional ``generation`` column is kept (as float: NaN = unknown); when it is
-    absent it is added as NaN so every consumer sees the same columns.
+    The optional ``generation`` and ``arm`` columns are kept (as float: NaN = unknown);
+    when one is absent it is added as NaN so every consumer sees the same columns.
     """
-    has_gen = GENERATION_COLUMN in df.columns
-    columns = (*TRAJECTORY_COLUMNS, GENERATION_COLUMN) if has_gen else TRAJECTORY_COLUMNS
+    optional = tuple(c for c in (GENERATION_COLUMN, ARM_COLUMN) if c in df.columns)
     out = _validate_long(
         df,
-        columns,
+        (*TRAJECTORY_COLUMNS, *optional),
         "trajectory table",
-        floats=("best_fitness", "cumulative_flops", GENERATION_COLUMN),
-        nan_ok=("cumulative_flops", GENERATION_COLUMN),
+        floats=("best_fitness", "cumulative_flops", GENERATION_COLUMN, ARM_COLUMN),
+        nan_ok=("cumulative_flops", GENERATION_COLUMN, ARM_COLUMN),
     )
-    if not has_gen:
-        out[GENERATION_COLUMN] = np.nan
+    for column in (GENERATION_COLUMN, ARM_COLUMN):
+        if column not in optional:
+            out[column] = np.nan
     return out.sort_values(["run_id", "step"], kind="stable").reset_index(drop=True)
 
 
@@ -363,6 +367,7 @@ def load_tables(
 
 
 __all__ = [
+    "ARM_COLUMN",
     "BUDGET_AXES",
     "CHILDREN_COLUMNS",
     "GENERATION_COLUMN",

@@ -124,11 +124,12 @@ def progress(calls: dict[str, np.ndarray], initial: float | None, arms: int) -> 
 
 
 def scatter(calls: dict[str, np.ndarray]) -> dict[str, list[Any]]:
-    """Child score by call index; ``valid``/``invalid`` are aligned with ``x`` (nulls)."""
+    """Child score by call index; ``valid``/``invalid`` are aligned with ``x`` (nulls),
+    ``trajectory`` too (the page colours valid children by trajectory, issue 24, item 16)."""
     has = ~np.isnan(calls["score"])
     x, valid = calls["call_index"][has], calls["valid"][has]
     score = np.round(calls["score"][has], 6)  # a dot on a chart; halves a long run's JSON
-    return {"x": x.tolist(),
+    return {"x": x.tolist(), "trajectory": calls["trajectory"][has].astype(int).tolist(),
             "valid": [s if v else None for s, v in zip(score.tolist(), valid.tolist(), strict=True)],
             "invalid": [None if v else s for s, v in zip(score.tolist(), valid.tolist(),
                                                          strict=True)]}

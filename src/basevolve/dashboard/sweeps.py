@@ -94,7 +94,9 @@ def _envelope(greedy: pd.DataFrame) -> list[dict[str, Any]]:
         out.append({
             "task": task, "model": model,
             "envelope": [{"budget": int(r.budget), "flops": float(r.flops),
-                          "v_max": float(r.v_max), "t_star": int(r.t_star)}
+                          "v_max": float(r.v_max), "t_star": int(r.t_star),
+                          # best-of-N at T = 1 (issue 24, item 16: drawn as in the report)
+                          "v_t1": float(r.v_t1) if np.isfinite(r.v_t1) else None}
                          for r in g.sort_values("flops").itertuples()],
             "cells": [{"budget": int(r.budget), "depth": int(r.depth), "flops": float(r.flops),
                        "fitness": float(r.fitness)} for r in pts.itertuples()]})

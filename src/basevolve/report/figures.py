@@ -17,10 +17,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from basevolve.analysis.pipeline import AnalysisResult
 from basevolve.analysis.tables import Tables
+from basevolve.report.figures_base import base_vs_greedy_figure, pulls_figure
 
 MAX_PANELS = 15
 
@@ -49,7 +50,12 @@ def _colors(names: list[str]) -> dict[str, tuple]:
 
 
 def envelope_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
-    """Fig. 2: V_max (solid) and best-of-N V_{T=1} (dashed) vs effective FLOPs, per task."""
+    """Fig. 2: V_max (solid) and best-of-N V_{T=1} (dashed) vs effective FLOPs, per task.
+
+    Where T = 1 is the best depth the two lines coincide; V_max is drawn wide and light
+    underneath and best-of-N thin, dashed, with its own markers on top, so both stay
+    visible there (issue 24, item 16).
+    """
     env = res["envelope"]
     if env.empty or not np.isfinite(env["flops"]).any():
         return None
@@ -60,18 +66,24 @@ def envelope_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
         for model, grp in env[env["task"] == task].groupby("model"):
             grp = grp.sort_values("budget")
             ax.plot(
-                grp["flops"], grp["v_max"], "-o", color=colors[model], ms=3, label=f"{model} V_max"
+                grp["flops"], grp["v_max"], "-o", color=colors[model], ms=6, lw=4, alpha=0.35,
+                zorder=2, label=f"{model} V_max"
             )
             ax.plot(
                 grp["flops"],
                 grp["v_t1"],
-                "--",
+                "--x",
                 color=colors[model],
-                alpha=0.8,
-                label=f"{model} best-of-N",
+                ms=6,
+                lw=1.4,
+                zorder=3,
+                label=f"{model} best-of-N (T=1)",
             )
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        lo, hi = ax.get_xlim()
+        if hi / lo >= 10:  # a decade or more: labels at the powers of ten only
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        # (less than a decade has no power of ten inside: the minor ticks keep labels)
         ax.set_xlabel("effective FLOPs per run")
         ax.set_ylabel("fitness (normalised)")
         ax.set_title(f"{task}: fitness-compute envelope", fontsize=10)
@@ -118,7 +130,9 @@ def fitness_surface_figure(res: AnalysisResult, tables: Tables) -> Figure | None
 
 
 def trajectories_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
-    """Fig. 4: per-seed running best of the deepest greedy configuration (T = C, N = 1)."""
+    """Fig. 4: per-seed running best of the deepest greedy configuration (T = C, N = 1),
+    drawn as steps on integer call ticks (a running best holds until it rises; issue 24,
+    item 16)."""
     if tables.trajectories is None:
         return None
     runs = tables.runs
@@ -135,7 +149,9 @@ def trajectories_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
     for ax, (task, model) in zip(axes, pairs, strict=True):
         sub = traj[(traj["task"] == task) & (traj["model"] == model)]
         for seed, g in sub.groupby("seed"):
-            ax.plot(g["step"], g["best_fitness"], lw=1, alpha=0.8, label=f"seed {seed}")
+            ax.step(g["step"], g["best_fitness"], where="post", lw=1, alpha=0.8,
+                    label=f"seed {seed}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         t = int(top["depth"].iloc[0])
         ax.set_title(f"{task} / {model} (T={t})", fontsize=9)
         ax.set_xlabel("step (LLM call)")
@@ -296,7 +312,7 @@ def r2_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
         "envelope",
-        "Fitness vs effective FLOPs: V_max (solid) and best-of-N, T=1 (dashed).",
+        "Fitness vs effective FLOPs: V_max (wide, light) and best-of-N, T=1 (dashed, x).",
         envelope_figure,
     ),
     FigureSpec(
@@ -324,6 +340,18 @@ FIGURES: tuple[FigureSpec, ...] = (
         "optimal_depth", "Empirical T*(C) and V_max(C) across models.", optimal_depth_figure
     ),
     FigureSpec("bilinear_r2", "Bilinear-fit R² vs V_max per (model, task).", r2_figure),
+    FigureSpec(
+        "base_vs_greedy",
+        "Running best of BaSE and greedy (T=C, and the best depth) at the same budget C: "
+        "mean over seeds as steps, interquartile range shaded.",
+        base_vs_greedy_figure,
+    ),
+    FigureSpec(
+        "pulls_per_arm",
+        "LLM calls per arm of BaSE runs, arms ranked by calls within each run: mean over "
+        "seeds (bars: min to max), dashed = uniform C/K.",
+        pulls_figure,
+    ),
 )
 
 

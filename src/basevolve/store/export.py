@@ -22,7 +22,8 @@ from basevolve.store.sqlite import RunStore
 RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "budget",
                 "depth", "breadth", "seed", "fitness", "flops", "params", "budget_kind",
                 "budget_flops", "budget_tokens"]
-TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "cumulative_flops"]
+TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "cumulative_flops",
+                      "arm"]
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
 RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories",
               "eval_calls")  # eval_calls: a text task's answering-LLM calls (issue 15)
@@ -76,7 +77,9 @@ def trajectories_table(store_path: str | Path) -> pd.DataFrame:
     ``generation`` is the run's generation index at that step (Table 3's "Gen."): the
     number of distinct (trajectory, generation) pairs among the charged calls so far --
     ``ceil(step / N)`` for greedy T x N, the number of pulls for BaSE with one generation
-    per pull (with N = 1 it equals the call index).
+    per pull (with N = 1 it equals the call index).  ``arm`` is the trajectory that call
+    went to (0 for a single trajectory): the report's pulls-per-arm figure counts it
+    (issue 24, item 16).
     """
     calls = _read(store_path, """
         SELECT c.run_id, c.counted, c.flops, c.trajectory, c.generation,
@@ -109,6 +112,7 @@ def trajectories_table(store_path: str | Path) -> pd.DataFrame:
         parts.append(pd.DataFrame({
             "run_id": run_id, "step": np.arange(1, n + 1), "calls": np.arange(1, n + 1),
             "generation": gen, "best_fitness": best, "cumulative_flops": cum,
+            "arm": c["trajectory"].to_numpy(np.int64),
         }))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TRAJECTORY_COLUMNS)
 

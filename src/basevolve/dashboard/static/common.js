@@ -129,14 +129,19 @@ const BV = (() => {
                    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   const charts = new Map();
 
-  // spec: {title, x: [...], xLabel, yLabel, xFormat, series: [{label, data, color, width,
-  //        points (dots only), markers (line with dots)}]}
+  // spec: {title, x: [...], xLabel, yLabel, xFormat, logX, intX, series: [{label, data,
+  //        color, width, points (dots only), markers (line with dots), steps (a running
+  //        best: held until the next value), dash ([on, off] pixels), pointSize}]}
+  // Issue 24, item 16: running-best lines are steps, call axes tick at integers only.
+  const INT_TICKS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
   function chart(holder, spec) {
     const data = [spec.x, ...spec.series.map((s) => s.data)];
     let points = 0;
     for (const s of spec.series) for (const v of s.data) if (v !== null && v !== undefined) points++;
     holder.dataset.points = String(points);
     holder.dataset.series = String(spec.series.length);
+    holder.dataset.steps = String(spec.series.filter((s) => s.steps).length);  // for the tests
+    holder.dataset.logX = spec.logX ? "1" : "0";
     const key = holder.id;
     const old = charts.get(key);
     if (old && old.series.length === spec.series.length + 1 && old.root.isConnected) {
@@ -149,17 +154,21 @@ const BV = (() => {
     const opts = {
       title: spec.title, width, height: spec.height || 260,
       scales: {x: {time: false, distr: spec.logX ? 3 : 1}},
-      axes: [{label: spec.xLabel, values: spec.xFormat, space: spec.xFormat ? 90 : 50},
+      axes: [{label: spec.xLabel, values: spec.xFormat, space: spec.xFormat ? 90 : 50,
+              incrs: spec.intX ? INT_TICKS : undefined},
              {label: spec.yLabel}],
       legend: {show: true},
+      // the x ticks uPlot chose, kept on the holder (the browser tests read them)
+      hooks: {draw: [(u) => { holder.dataset.xticks = (u.axes[0]._splits || []).join(","); }]},
       series: [{label: spec.xLabel}, ...spec.series.map((s, i) => ({
         label: s.label,
         stroke: s.color || PALETTE[i % PALETTE.length],
         width: s.width || 1.5,
         spanGaps: true,
-        paths: s.points ? () => null : undefined,
+        paths: s.points ? () => null : s.steps ? uPlot.paths.stepped({align: 1}) : undefined,
+        dash: s.dash,
         points: s.points || s.markers
-          ? {show: true, size: s.points ? 5 : 7, fill: s.color || PALETTE[i % PALETTE.length]}
+          ? {show: true, size: s.pointSize || (s.points ? 5 : 7), fill: s.color || PALETTE[i % PALETTE.length]}
           : {show: false},
       }))],
     };

@@ -68,32 +68,39 @@
 
   function renderCharts(d) {
     const p = d.progress;
-    const traj = p.per_trajectory.map((data, i) => ({label: `trajectory ${i}`, data, width: 1}));
-    const overall = {label: "overall best", data: p.overall, color: "#000", width: 2.5};
+    const traj = p.per_trajectory.map((data, i) => ({label: `trajectory ${i}`, data, width: 1, steps: true}));
+    const overall = {label: "overall best", data: p.overall, color: "#000", width: 2.5, steps: true};
     const many = traj.length > 1 ? traj : [];
     // A long run's lines come thinned to the points where a best changes (same lines).
     fill(chartNote, p.thinned || d.pulls.thinned ? `Long run: the lines are drawn from ${int(p.calls.length)} of ` +
       `${int(p.points)} points (every change of a running best is kept)` +
       (d.pulls.thinned ? `; pulls per arm from ${int(d.pulls.x.length)} evenly spaced pulls.` : ".") : null);
     chart(document.getElementById("chart-calls"), {
-      title: "Running best vs calls", x: p.calls, xLabel: "calls done", yLabel: "best score",
+      title: "Running best vs calls", x: p.calls, xLabel: "calls done", yLabel: "best score", intX: true,
       series: [...many, overall]});
     // FLOPs are not strictly increasing only when a call cost 0 FLOPs; uPlot needs sorted x.
     chart(document.getElementById("chart-flops"), {
       title: "Running best vs cumulative effective FLOPs", x: p.flops, xLabel: "FLOPs",
       xFormat: (u, vals) => vals.map((v) => Number(v).toExponential(1)), yLabel: "best score",
       series: [...many, overall]});
-    const s = d.scatter;
+    // Valid children in their trajectory's colour (as its running-best line), invalid ones
+    // in one red series (issue 24, item 16).
+    const s = d.scatter, k = Math.max(p.per_trajectory.length, 1);
+    const byTraj = Array.from({length: k}, (_, t) => ({
+      label: k > 1 ? `valid, trajectory ${t}` : "valid", color: k > 1 ? BV.PALETTE[t % BV.PALETTE.length] : "#2ca02c",
+      points: true, data: s.valid.map((v, i) => {
+        const own = s.trajectory[i] >= 0 && s.trajectory[i] < k ? s.trajectory[i] : 0;  // as the lines
+        return v !== null && own === t ? v : null;
+      })}));
     chart(document.getElementById("chart-scatter"), {
-      title: "Child score per call", x: s.x, xLabel: "call index", yLabel: "score",
-      series: [{label: "valid", data: s.valid, color: "#2ca02c", points: true},
-               {label: "invalid", data: s.invalid, color: "#d62728", points: true}]});
+      title: "Child score per call", x: s.x, xLabel: "call index", yLabel: "score", intX: true,
+      series: [...byTraj, {label: "invalid", data: s.invalid, color: "#d62728", points: true}]});
     const base = d.run.allocator !== "single" || d.run.arms > 1;
     pullsSection.hidden = !base;
     if (base) {
       chart(document.getElementById("chart-pulls"), {
-        title: "Cumulative pulls per arm", x: d.pulls.x, xLabel: "pulls", yLabel: "pulls of the arm",
-        series: d.pulls.per_arm.map((data, i) => ({label: `arm ${i}`, data}))});
+        title: "Cumulative pulls per arm", x: d.pulls.x, xLabel: "pulls", yLabel: "pulls of the arm", intX: true,
+        series: d.pulls.per_arm.map((data, i) => ({label: `arm ${i}`, data, steps: true}))});
       renderAllocator(d.pulls);
     }
   }

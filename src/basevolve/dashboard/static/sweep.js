@@ -57,15 +57,20 @@
     clear(env);
     if (!list.length) { env.append(el("p", {class: "muted"}, "No finished greedy runs in this group.")); return; }
     list.forEach((e, i) => {
-      // uPlot wants one sorted x for all series: merge the envelope and cell x values.
-      const xs = [...new Set([...e.envelope.map((p) => p.flops), ...e.cells.map((p) => p.flops)])].sort((a, b) => a - b);
+      // uPlot wants one sorted x for all series: merge the envelope and cell x values.  The
+      // FLOPs axis is logarithmic, as the report's (issue 24, item 16): FLOPs <= 0 (unknown)
+      // cannot be placed on it and are left out.
+      const xs = [...new Set([...e.envelope.map((p) => p.flops), ...e.cells.map((p) => p.flops)])]
+        .filter((x) => x > 0).sort((a, b) => a - b);
       const at = (pts, key) => xs.map((x) => { const p = pts.find((q) => q.flops === x); return p ? p[key] : null; });
       const id = `chart-envelope-${i}`;
       env.append(el("h3", {}, `${e.task} · ${e.model}`), chartBox(id));
+      // best-of-N (T = 1) dashed over a wider v_max line: visible where the two coincide
       chart(document.getElementById(id), {
-        title: "Fitness vs effective FLOPs", x: xs, xLabel: "FLOPs", yLabel: "mean fitness",
-        xFormat: (u, vals) => vals.map((v) => Number(v).toExponential(1)),
-        series: [{label: "envelope v_max", data: at(e.envelope, "v_max"), color: "#000", width: 2, markers: true},
+        title: "Fitness vs effective FLOPs", x: xs, xLabel: "FLOPs (log)", yLabel: "mean fitness", logX: true,
+        xFormat: (u, vals) => vals.map((v) => (v === null ? "" : Number(v).toExponential(1))),
+        series: [{label: "envelope v_max", data: at(e.envelope, "v_max"), color: "#000", width: 3, markers: true, pointSize: 12},
+                 {label: "best-of-N (T=1)", data: at(e.envelope, "v_t1"), color: "#ff7f0e", width: 1.5, dash: [6, 4], markers: true},
                  {label: "cells", data: at(e.cells, "fitness"), color: "#1f77b4", points: true}]});
     });
   }
