@@ -32,6 +32,9 @@ MAX_SEED = 2**63 - 1
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
 DEFAULT_CALL_TIMEOUT_S = 900.0
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
+#: ``--deterministic``'s default window and its margin over ``--max-in-flight`` (issue 23:
+#: 8 calls may wait, answered, for an earlier one; measured in benchmarks/README.md)
+DEFAULT_WINDOW, WINDOW_MARGIN, MAX_WINDOW = 24, 8, 100_000
 REWARDS = ("best", "improvement")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 #: ``--feedback``: what of a parent's evaluation the next prompt shows (issue 21, part 3;
@@ -193,6 +196,8 @@ class RunConfig:
     task_params: dict[str, Any] = field(default_factory=dict)  # --task-param (task.PARAMS)
     count_eval_calls: bool = False  # charge a text task's answering calls to the budget
     feedback: str = "none"  # --feedback: evaluator feedback in prompts (FEEDBACK_MODES)
+    deterministic: bool = False  # --deterministic: tell in issue order (engine/ordering.py)
+    window: int | None = None  # --window: calls decided and not yet told (deterministic)
 
     def __post_init__(self) -> None:
         self._check_cost_budget()
@@ -254,6 +259,7 @@ class RunConfig:
             raise ConfigError(
                 f"--arm-in-flight must be an integer >= 1 (calls per trajectory in flight), "
                 f"got {self.arm_in_flight!r}")
+        self._check_deterministic()
         from basevolve.protocols import PROTOCOLS  # late: protocols import tasks, not config
 
         params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)
@@ -267,6 +273,39 @@ class RunConfig:
         check_run_id(self.run_id)
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
+
+    def _check_deterministic(self) -> None:
+        """``--deterministic`` / ``--window`` (issue 23, part 2; engine/ordering.py)."""
+        if not isinstance(self.deterministic, bool):
+            raise ConfigError(f"deterministic must be true or false, got {self.deterministic!r}")
+        if self.deterministic and (self.budget_kind != "calls" or self.count_eval_calls):
+            what = "--count-eval-calls" if self.budget_kind == "calls" else \
+                f"a {self.budget_kind} budget"
+            raise ConfigError(f"--deterministic needs a budget of C calls, not {what}: such a "
+                              "budget is settled by each reply's usage as it arrives, so its "
+                              "decisions depend on timing; drop one of the two")
+        w = self.window
+        if w is None:
+            return
+        if not self.deterministic:
+            raise ConfigError(f"--window {w!r} applies to --deterministic runs only; add "
+                              "--deterministic or drop --window")
+        if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WINDOW:
+            raise ConfigError(f"--window must be an integer between 1 and {MAX_WINDOW} (calls "
+                              f"decided and not yet told), got {w!r}")
+        if w < self.max_in_flight:
+            raise ConfigError(f"--window {w} is below --max-in-flight {self.max_in_flight}: at "
+                              f"most {w} calls could ever be in flight; raise --window or lower "
+                              "--max-in-flight")
+
+    @property
+    def decision_window(self) -> int:
+        """With ``--deterministic``: how many calls may be decided and not yet told when
+        the next one is decided (``--window``; default ``max(24, --max-in-flight + 8)``,
+        so every ``--max-in-flight`` up to 16 gives the same run).  Unused otherwise."""
+        if self.window is not None:
+            return self.window
+        return max(DEFAULT_WINDOW, self.max_in_flight + WINDOW_MARGIN)
 
     def _check_timeouts(self) -> None:
         for flag, value in (("--request-timeout", self.request_timeout),

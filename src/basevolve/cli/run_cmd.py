@@ -55,6 +55,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", default=DEFAULT_STORE, help=f"run store file (default {DEFAULT_STORE})")
     p.add_argument("--run-id", default="", help="name of the run (default: generated)")
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="tell results in the order the calls were issued, not as they arrive, "
+                        "so a seeded server gives the same run at any --max-in-flight and "
+                        "across --resume (see docs/running.md)")
+    p.add_argument("--window", type=int, metavar="W",
+                   help="with --deterministic: calls that may be decided and not yet told "
+                        "(default: 24, or --max-in-flight + 8 if larger)")
     p.add_argument("--max-tokens", type=int,
                    help=f"completion token cap per call (default: {LLMSettings().max_tokens})")
     p.add_argument("--request-timeout", type=float, metavar="SECONDS",
@@ -161,7 +168,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=split_assignments(args.task_param, "--task-param", "limit=40"),
-        count_eval_calls=args.count_eval_calls, feedback=args.feedback)
+        count_eval_calls=args.count_eval_calls, feedback=args.feedback,
+        deterministic=args.deterministic, window=args.window)
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
@@ -231,7 +239,7 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "bre
                 "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
-                "feedback")
+                "feedback", "deterministic", "window")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

@@ -29,22 +29,20 @@ Thompson: provisional observations; EXP3.P: the probability actually used).  Eac
 decision's number of eligible arms is stored (``allocations.n_eligible``) and summarised
 as ``decisions_with_choice``.
 
-A slot is held from the request until the child is told (LLM call *and* evaluation):
-the allocator then never has more than ``max_in_flight`` pulls without feedback.  Why:
-when replies come back faster than the sandbox scores them, counting only the HTTP
-requests let the unevaluated pulls grow without bound (measured: ~90 pending pulls at
-16 slots with a loaded evaluator) and the bandit decided blind, piling calls onto
-whichever arm a stale posterior favoured.  The cost is the evaluation time per slot
-(milliseconds against seconds of generation; ``benchmarks/base_concurrency.py``).
+When a call is decided, sent and told is :mod:`basevolve.engine.ordering`'s rule (issue
+23): an LLM slot is held until the reply arrives, a child awaiting evaluation holds one of
+a few evaluation places, results are told as they arrive -- or, with ``--deterministic``,
+in the order the calls were issued, every decision at the same logical point.
 
 Why no per-arm in-flight cap by default: the allocators already discount arms with pulls
 in flight (their pending-pull rules), so a cap would override the bandit's own choice;
 ``--arm-in-flight`` is there for users who want to bound how many siblings share one
 parent.
 
-``max_in_flight == 1`` is the sequential algorithm: the next decision waits until every
-earlier call has been evaluated and told, so the allocation sequence is reproducible for
-a given seed (and identical to the engine before issue 9; a regression test pins it).
+``max_in_flight == 1`` (without ``--deterministic``) is the sequential algorithm: the next
+decision waits until every earlier call has been evaluated and told, so the allocation
+sequence is reproducible for a given seed (and identical to the engine before issue 9; a
+regression test pins it).
 
 Text replies: a proposal whose purpose is a :data:`~basevolve.protocols.TEXT_PURPOSES`
 (judge, meta prompt) costs one unit of C like any call; its reply goes back to the
@@ -68,56 +66,45 @@ attempt counts, so the client runs without internal retries and the engine re-is
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
-from basevolve.engine.budget import (
-    CostLedger,
-    afford,
-    close_unfinished_pulls,
-    eval_worst_case,
-)
+from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_worst_case
 from basevolve.engine.credit import Credit
+from basevolve.engine.ordering import order_for
 from basevolve.engine.state import (
     CallJob,
     Pull,
     attempt_rows,
     call_seed,
     child_from_row,
-    program_output,
+    child_of,
+    program_fields,
 )
 from basevolve.errors import BudgetError, LLMError
 from basevolve.llm.flops import call_flops
 from basevolve.llm.settings import LLMSettings
 from basevolve.prompts import ParsedProgram
-from basevolve.protocols import PROTOCOLS, Child, Proposal
+from basevolve.protocols import PROTOCOLS, Proposal
 from basevolve.records import Completion, Evaluation, Trust
 from basevolve.store import RunStore
 from basevolve.store.failures import NO_SPACE, kind_of, store_failure
 from basevolve.tasks.base import Task
 
-#: A call the engine is about to send: (proposal, pull, reissue_of[, call_index, seq]); the
-#: last two only once a call waiting for cost budget has taken its place in the order.
+#: A call the engine is about to send: (proposal, pull, reissue_of[, call_index, seq]) with
+#: reissue_of the failed or lost call's job (None: a new call); the last two only once a
+#: call waiting for cost budget has taken its place in the order.
 Issue = tuple[Any, ...]
 
 MAX_CONSECUTIVE_FAILURES = 3  # failed calls in a row before the run is failed cleanly
-OUTPUT_KEEP = 4000  # characters of program stdout/stderr kept in the store
-
-
-def _child(pid: int, code: str | None, ev: Evaluation) -> Child:
-    """What the protocol is told about an evaluated program (metrics and output
-    included: OpenEvolve-style feature dimensions and artifacts read them)."""
-    return Child(pid, code, ev.score, ev.valid, ev.error, metrics=dict(ev.metrics) or None,
-                 output=program_output(ev.stdout[:OUTPUT_KEEP], ev.stderr[:OUTPUT_KEEP]),
-                 artifacts=dict(ev.artifacts) or None)
 
 
 class Engine:
@@ -135,7 +122,6 @@ class Engine:
         self.K = config.arms
         self.max_tokens = config.max_tokens or self.settings.max_tokens
         self.active_params = float(client.model_spec.active_params)
-        self.sequential = config.max_in_flight == 1
         proto_cls = PROTOCOLS.get(config.protocol)
         asynchronous = self.K > 1 and config.pull == "call"  # BaSE: arms may share slots
         self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
@@ -148,11 +134,12 @@ class Engine:
             reward_mode=config.reward, **config.allocator_params)
         self.completed = 0
         self.next_call_index = 0
+        self.next_key = 0  # calls decided (a re-issue is not a decision): CallJob.key
         self.next_assign = 0
         self.traj_calls = [0] * self.K
         self.open_pulls: dict[int, Pull] = {}
         self.credit = Credit(self)  # which pull earned a gain (engine/credit.py)
-        self.reissue: deque[tuple[Proposal, Pull, int]] = deque()
+        self.reissue: deque[tuple[Proposal, Pull, CallJob]] = deque()
         self.llm: dict[asyncio.Task[Completion], CallJob] = {}
         self.evals: dict[asyncio.Task[Evaluation], tuple[CallJob, str]] = {}
         self.pending_evals: list[tuple[CallJob, str | None, str | None]] = []
@@ -175,6 +162,7 @@ class Engine:
                                      eval_worst=eval_worst)
         self.parked: Issue | None = None
         self.exhausted = False  # the next call's worst case does not fit the cost budget
+        self.order = order_for(self)  # when to decide, send and tell (engine/ordering.py)
 
     # ------------------------------------------------------------------ run
     async def run(self, *, resume: bool = False) -> None:
@@ -187,7 +175,7 @@ class Engine:
 
                 replay_into(self)
             for job, text in self.pending_texts:
-                self._tell_text(job, text)
+                self.order.deliver(job, partial(self._tell_text, job, text))
             for job, code, error in self.pending_evals:
                 if self.ledger is not None:  # an answered call whose child awaits scoring
                     self.ledger.reserve_eval(job.call_index)
@@ -212,7 +200,7 @@ class Engine:
 
     async def _loop(self) -> None:
         while True:
-            self._fill()
+            self.order.fill()
             waiting = set(self.llm) | set(self.evals)
             if not waiting:
                 if self.exhausted:
@@ -231,7 +219,7 @@ class Engine:
                     self._on_completion(self.llm.pop(t), t.result())
                 else:
                     job, code = self.evals.pop(t)
-                    self._record_child(job, code, t.result())
+                    self.order.deliver(job, partial(self._record_child, job, code, t.result()))
 
     def _order(self, t: asyncio.Task[Any]) -> int:
         job = self.llm.get(t) or self.evals[t][0]  # type: ignore[index]
@@ -249,7 +237,7 @@ class Engine:
             pid = self._insert_program(code, ev, generation=0, is_initial=1)
             if self.ledger is not None:
                 self.ledger.settle_eval(-1, self.ledger.eval_cost(ev))
-            child = _child(pid, code, ev)
+            child = child_of(pid, code, ev)
         for p in self.protocols:
             p.set_initial(child)
 
@@ -258,23 +246,15 @@ class Engine:
         """Calls in flight, queued for re-issue, or still owed by open pulls."""
         return len(self.llm) + len(self.reissue) + sum(p.to_issue for p in self.open_pulls.values())
 
-    def _fill(self) -> None:
-        if self.sequential and (self.llm or self.evals):
-            return
-        while (len(self.llm) + len(self.evals) < self.cfg.max_in_flight
-               and self.completed + len(self.llm) < self.C and not self.exhausted):
-            item, self.parked = self.parked or self._next_call(), None
-            if item is None:
-                return
-            if self.ledger is not None and not afford(self, item):
-                return
-            self._issue(*item)
-            if self.sequential:
-                return
-
-    def _next_call(self) -> Issue | None:
+    def next_call(self) -> Issue | None:
+        """A failed or lost call to send again, else :meth:`next_decision`."""
         if self.reissue:
             return self.reissue.popleft()
+        return self.next_decision()
+
+    def next_decision(self) -> Issue | None:
+        """The next call of an open pull, else a new pull's (allocator decision); None
+        when the budget is reserved or no trajectory can take a call now."""
         for pull in self.open_pulls.values():
             proto = self.protocols[pull.trajectory]
             if pull.to_issue > 0 and proto.can_ask():
@@ -292,7 +272,7 @@ class Engine:
         """Arm i can take the next call: under its caps and its protocol can ask.
 
         ``unissued``: a generation pull of arm i still has calls to send, which
-        ``_next_call`` sends first, so a second decision for arm i would be premature.
+        ``next_decision`` sends first, so a second decision for arm i would be premature.
         """
         cap_ok = self.cfg.cap is None or self.traj_calls[i] < self.cfg.cap
         arm_cap = self.cfg.arm_in_flight
@@ -335,12 +315,16 @@ class Engine:
         return pull
 
     # ------------------------------------------------------------------ calls
-    def _issue(self, proposal: Proposal, pull: Pull, reissue_of: int | None,
-               index: int | None = None, seq: int | None = None) -> None:
+    def issue(self, proposal: Proposal, pull: Pull, reissue_of: CallJob | None,
+              index: int | None = None, seq: int | None = None) -> None:
+        """Record the call (its row before the request) and send it."""
         if index is None:
             index = self.next_call_index
             self.next_call_index += 1
+        key = self.next_key if reissue_of is None else reissue_of.key
         seed = call_seed(self.cfg.seed, index)
+        if self.order.deterministic:  # by its place in the issue order, not the call index
+            seed = call_seed(self.cfg.seed, key) if reissue_of is None else reissue_of.seed
         meta = proposal.meta or None
         if self.ledger is not None:  # stored, so a resume charges a lost call exactly this
             reserved = self.ledger.worst_case(proposal.messages)
@@ -352,9 +336,13 @@ class Engine:
             self.run_id, call_index=index,
             seq=self.store.next_seq(self.run_id) if seq is None else seq,
             trajectory=pull.trajectory, pull_id=pull.pull_id, generation=proposal.generation,
-            slot=proposal.slot, parent_id=proposal.parent_id, reissue_of=reissue_of,
+            slot=proposal.slot, parent_id=proposal.parent_id,
+            reissue_of=None if reissue_of is None else reissue_of.call_id,
             seed=seed, messages=proposal.messages, purpose=proposal.purpose, meta=meta)
-        job = CallJob(call_id, index, proposal, pull, seed)
+        job = CallJob(call_id, index, proposal, pull, seed, key=key)
+        if reissue_of is None:
+            self.next_key += 1
+            self.order.opened(job)
         coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
                                     top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
         self.llm[asyncio.ensure_future(coro)] = job
@@ -381,7 +369,7 @@ class Engine:
         if c.ok:
             self.failures_in_row = 0
             if job.proposal.is_text:
-                self._tell_text(job, c.text)
+                self.order.deliver(job, partial(self._tell_text, job, c.text))
                 return
             parsed = self.parse(job, c.text)
             self._evaluate_or_record(job, parsed.code, parsed.error)
@@ -393,7 +381,9 @@ class Engine:
                 "check --base-url / the server, then continue with "
                 f"`basevolve run --resume {self.run_id} --store {self.store.path}`")
         if self.completed + self.reserved() < self.C:
-            self.reissue.append((job.proposal, job.pull, job.call_id))
+            self.reissue.append((job.proposal, job.pull, job))
+        else:
+            self.order.dropped(job)
         self._emit()
 
     def parse(self, job: CallJob, text: str) -> ParsedProgram:
@@ -413,23 +403,17 @@ class Engine:
         if code is None:
             # recorded at the evaluator's trust level: the run has one level, not two
             trust = getattr(self.evaluator, "trust", Trust.SCORER)
-            self._record_child(job, None, Evaluation(score=0.0, valid=False, trust=trust,
-                                                     error=error or "no program in the reply"))
+            ev = Evaluation(score=0.0, valid=False, trust=trust,
+                            error=error or "no program in the reply")
+            self.order.deliver(job, partial(self._record_child, job, None, ev))
         else:
             self.evals[asyncio.ensure_future(self.evaluator.evaluate(code))] = (job, code)
 
     # ---------------------------------------------------------------- children
     def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,
                         **row: Any) -> int:
-        return self.store.insert_program(
-            self.run_id, code=code, score=ev.score, valid=ev.valid, generation=generation,
-            strict_score=ev.strict_score, strict_valid=int(ev.strict_valid),
-            metrics=ev.metrics, error=ev.error, isolation=str(ev.isolation),
-            seconds=ev.seconds, stdout=ev.stdout[:OUTPUT_KEEP], stderr=ev.stderr[:OUTPUT_KEEP],
-            eval_flops=ev.eval_flops, eval_tokens=ev.eval_tokens, eval_calls=ev.eval_calls,
-            trust=str(ev.trust),
-            artifacts_json=json.dumps(ev.artifacts, sort_keys=True) if ev.artifacts else None,
-            **row)
+        return self.store.insert_program(self.run_id, code=code, generation=generation,
+                                         **program_fields(ev), **row)
 
     def _record_child(self, job: CallJob, code: str | None, ev: Evaluation) -> None:
         p = job.proposal
@@ -438,7 +422,7 @@ class Engine:
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
         if self.ledger is not None:
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
-        self.credit.tell_child(job, _child(pid, code, ev))
+        self.credit.tell_child(job, child_of(pid, code, ev))
         self.children += 1
         self.valid_children += int(ev.valid)
         self._pull_told(job.pull)

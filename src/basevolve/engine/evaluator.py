@@ -60,6 +60,18 @@ class SandboxEvaluator:
         self.notify = notify or (lambda line: log.warning("%s", line))
 
     @property
+    def concurrency(self) -> int:
+        """Evaluations that run at once: the pool's workers.  The engine lets this many
+        answered children, plus a small margin, await evaluation while the LLM slots are
+        already busy with the next calls (:mod:`basevolve.engine.ordering`)."""
+        workers = getattr(self._pool, "workers", None)
+        if workers is None:
+            from basevolve.sandbox import SandboxConfig
+
+            return SandboxConfig().n_workers
+        return int(workers)
+
+    @property
     def pool(self) -> Any:
         if self._pool is None:
             from basevolve.sandbox import SandboxPool

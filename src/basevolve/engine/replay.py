@@ -60,6 +60,7 @@ def replay_into(engine: Engine) -> None:
             if pull is None:
                 raise StoreError(f"call {r['call_id']} belongs to unknown pull {r['pull_id']}")
             if r["reissue_of"] is None:
+                key, engine.next_key = engine.next_key, engine.next_key + 1
                 proposal: Proposal = engine.protocols[t].ask()
                 pull.to_issue -= 1
                 if (proposal.generation, proposal.slot) != (r["generation"], r["slot"]):
@@ -67,8 +68,9 @@ def replay_into(engine: Engine) -> None:
                         f"resume diverged at call {r['call_index']}: stored (generation, slot) "
                         f"{(r['generation'], r['slot'])}, protocol asked {proposal.key}")
             else:
-                proposal = jobs[r["reissue_of"]].proposal
-            jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"])
+                proposal, key = jobs[r["reissue_of"]].proposal, jobs[r["reissue_of"]].key
+            jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"],
+                                         key=key)
             texts[r["call_id"]] = r["text"]
             calls.append(r)
         elif kind == "text":  # a judge/meta reply handed to the protocol
@@ -128,8 +130,11 @@ def _restore_counters(engine: Engine, calls: list[Any]) -> None:
 
 
 def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: set[int]) -> None:
+    """Queue what the live run still owed, and hand the engine's ordering rule the calls
+    decided and not yet told (``--deterministic`` tells them in their issue order)."""
     engine.store.mark_lost(engine.run_id)  # pending -> lost: in flight when the process died
     reissued = {r["reissue_of"] for r in calls if r["reissue_of"] is not None}
+    untold: list[CallJob] = []
     for r in calls:
         job = jobs[r["call_id"]]
         status = r["status"]
@@ -141,4 +146,8 @@ def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: s
         elif status in ("pending", "lost", "failed") and r["call_id"] not in reissued:
             if status == "failed" and engine.completed + engine.reserved() >= engine.C:
                 continue  # a counted failure at the end of the budget is not retried
-            engine.reissue.append((job.proposal, job.pull, r["call_id"]))
+            engine.reissue.append((job.proposal, job.pull, job))
+        else:
+            continue
+        untold.append(job)
+    engine.order.restore(untold)

@@ -16,7 +16,7 @@ from typing import Any
 
 from basevolve.llm.flops import NoUsagePolicy, attempt_flops
 from basevolve.protocols import Child, Proposal
-from basevolve.records import Completion
+from basevolve.records import Completion, Evaluation
 
 
 def call_seed(run_seed: int, call_index: int) -> int:
@@ -53,6 +53,11 @@ class CallJob:
     proposal: Proposal
     pull: Pull
     seed: int
+    #: Its place in the run's issue order: how many calls were decided before it.  A
+    #: re-issue of a failed or lost call keeps the key of the call it replaces
+    #: (``--deterministic`` tells results in this order and seeds each call by it,
+    #: :mod:`basevolve.engine.ordering`); without re-issues it equals ``call_index``.
+    key: int
 
 
 def attempt_rows(c: Completion, active_params: float, max_tokens: int,
@@ -76,6 +81,29 @@ def program_output(stdout: str, stderr: str) -> str | None:
     parts = [f"{name}:\n{text.strip()}" for name, text in (("stdout", stdout), ("stderr", stderr))
              if text and text.strip()]
     return "\n".join(parts) or None
+
+
+OUTPUT_KEEP = 4000  # characters of program stdout/stderr kept in the store
+
+
+def child_of(pid: int, code: str | None, ev: Evaluation) -> Child:
+    """What the protocol is told about an evaluated program (metrics and output
+    included: OpenEvolve-style feature dimensions and artifacts read them)."""
+    return Child(pid, code, ev.score, ev.valid, ev.error, metrics=dict(ev.metrics) or None,
+                 output=program_output(ev.stdout[:OUTPUT_KEEP], ev.stderr[:OUTPUT_KEEP]),
+                 artifacts=dict(ev.artifacts) or None)
+
+
+def program_fields(ev: Evaluation) -> dict[str, Any]:
+    """The ``programs`` row of an evaluation (besides code, generation and links)."""
+    return {"score": ev.score, "valid": ev.valid, "strict_score": ev.strict_score,
+            "strict_valid": int(ev.strict_valid), "metrics": ev.metrics, "error": ev.error,
+            "isolation": str(ev.isolation), "seconds": ev.seconds,
+            "stdout": ev.stdout[:OUTPUT_KEEP], "stderr": ev.stderr[:OUTPUT_KEEP],
+            "eval_flops": ev.eval_flops, "eval_tokens": ev.eval_tokens,
+            "eval_calls": ev.eval_calls, "trust": str(ev.trust),
+            "artifacts_json": json.dumps(ev.artifacts, sort_keys=True) if ev.artifacts
+            else None}
 
 
 def child_from_row(r: Any) -> Child:

@@ -49,6 +49,8 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
         "task_params": cfg.task_params, "count_eval_calls": cfg.count_eval_calls,
         "feedback": cfg.feedback,
+        "deterministic": cfg.deterministic,
+        "window": cfg.decision_window if cfg.deterministic else None,
         **totals,
         "best_score": None if b is None else b["score"],
         "best_strict_score": None if b is None else b["strict_score"],

@@ -23,6 +23,9 @@ Usage accounting (deterministic, documented so tests can hand-check FLOPs):
 
 Each request sleeps ``latency_s`` in its own handler thread, so concurrent requests
 overlap (``ThreadingHTTPServer``) and ``peak_in_flight`` shows the client's concurrency.
+``latency_jitter`` = j draws each request's sleep uniformly from ``latency_s * [1 - j,
+1 + j]`` (``jitter_seed`` seeds the draws, in arrival order), so replies overtake each
+other as a real server's do (issue 23: ``--deterministic`` must not depend on it).
 A ``latency_model`` (e.g. :class:`basevolve.testing.sim.latency.TokenRateLatency`)
 replaces the fixed sleep: the reply is computed first, then the request waits for one
 of the model's ``slots`` and holds it for ``latency_model.seconds(usage)``.
@@ -46,6 +49,7 @@ import argparse
 import bisect
 import itertools
 import json
+import random
 import re
 import signal
 import sys
@@ -162,6 +166,8 @@ class LLMTestServer:
         prefix_cache_prompts: int | None = None,
         model_ids: Sequence[str] = ("test-model",),
         usage: UsageFn | None = None,
+        latency_jitter: float = 0.0,
+        jitter_seed: int | None = None,
     ) -> None:
         if isinstance(replies, str):
             replies = [replies]
@@ -175,6 +181,10 @@ class LLMTestServer:
                 raise ValueError("replies must not be an empty sequence")
             self._reply = lambda _body, i: seq[i % len(seq)]
         self.latency_s = float(latency_s)
+        if not 0.0 <= latency_jitter <= 1.0:
+            raise ValueError(f"latency_jitter must be between 0 and 1, got {latency_jitter}")
+        self.latency_jitter = float(latency_jitter)
+        self._jitter = random.Random(jitter_seed)
         self.fixed_prompt_tokens = prompt_tokens
         self.fixed_cached_tokens = cached_tokens
         self.fixed_completion_tokens = completion_tokens
@@ -313,7 +323,11 @@ class LLMTestServer:
     def _delay(self, body: dict[str, Any], index: int, prompt: _Prompt) -> bool:
         """Wait as the latency settings say; True when the server is stopping."""
         if self.latency_model is None:
-            return self.latency_s > 0 and self._stop.wait(self.latency_s)
+            seconds = self.latency_s
+            if self.latency_jitter > 0:
+                with self._lock:
+                    seconds *= 1.0 + self.latency_jitter * (2.0 * self._jitter.random() - 1.0)
+            return seconds > 0 and self._stop.wait(seconds)
         payload = self._completion(body, index, prompt)
         self._payloads[index] = payload
         seconds = max(0.0, float(self.latency_model.seconds(payload["usage"])))
@@ -376,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--latency-jitter", type=float, default=0.0, metavar="J",
+                        help="each request sleeps latency x U[1-J, 1+J] (0 <= J <= 1)")
     parser.add_argument("--replies-file", help="JSON list of reply strings (cycled)")
     parser.add_argument("--reply-function", choices=sorted(REPLY_FUNCTIONS),
                         help="a named reply function of basevolve.testing.replies instead")
@@ -398,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     srv = LLMTestServer(
         chosen,
         latency_s=args.latency,
+        latency_jitter=args.latency_jitter,
         port=args.port,
         prompt_tokens=args.prompt_tokens,
         cached_tokens=args.cached_tokens,

@@ -1,0 +1,195 @@
+"""When the engine decides a call, sends it, and tells its result (issue 23, parts 2 and 3).
+
+The engine (:mod:`basevolve.engine.core`) does the I/O; this module holds the two rules
+that say *when*.  Both keep the budget exact (a decision is only taken while
+``completed + reserved < C``) and both write every event to the store before acting
+on it; they differ only in the order of the tells.
+
+**Arrival order** (the default, :class:`ArrivalOrder`).  A result is told to its protocol
+and the allocator as soon as it is ready, so the fastest reply goes first.  Two bounds:
+
+* an *LLM slot* is held from the request until the reply arrives (``--max-in-flight``);
+* a child that awaits its evaluation holds an *evaluation place*: at most
+  :func:`evaluation_places` (the sandbox workers plus :data:`EVAL_MARGIN`).
+
+A new call is decided when both have room.  Why two bounds (issue 23, part 3): when the
+slot was held until the child was told, the server idled while children were scored
+(measured 1.45x the saturated bound C*L/16 with real circle-packing programs at
+L = 0.25 s); when only the HTTP requests were counted (before issue 9), the unevaluated
+pulls grew without bound behind a busy sandbox and the bandit decided blind.  Now the
+allocator never has more than ``max_in_flight + evaluation_places`` pulls without
+feedback, and the server stays saturated while the sandbox keeps up.
+``--max-in-flight 1`` is still sequential Algorithm 2: the next decision waits until
+every earlier child is told.
+
+**Issue order** (``--deterministic``, :class:`IssueOrder`).  Results are told in the
+order the calls were issued, never in the order they arrive, and every decision is
+taken at the same logical point: the run is the one the engine would make if every call
+took the same time.  Precisely, with W = ``--window`` (``RunConfig.decision_window``)::
+
+    repeat: decide calls while fewer than W are decided and not yet told
+            (and the budget and the protocols allow one);
+            tell the oldest untold call (wait for its reply and evaluation)
+
+A decision that is logically due waits for a free LLM slot before it is taken (so a
+call row is still written just before its request), and the tells that follow it wait
+for it; replies that arrive early are stored at once and their children evaluated at
+once, only the *tell* waits.  So with a server that answers a seeded request the same
+way, the same seed gives the same calls, allocation events, programs and scores at any
+``--max-in-flight`` up to W, and across a kill and ``--resume``: the store's event order
+is the logical one, which is what resume replays.  A failed or lost call is sent again
+in its place with its own seed (not a new one), so a lost call's reply is the same.
+The price is head-of-line waiting: a slow reply holds back the tells after it, and after
+W - max_in_flight of them the decisions too (measured in benchmarks/README.md).
+
+What ``--deterministic`` cannot fix: a server whose reply to a seeded request varies,
+failed calls that are counted (``--count-failed-attempts``: the budget changes when they
+happen), and evaluation timeouts on a loaded machine.  A cost budget (FLOPs, tokens,
+``--count-eval-calls``) is settled by each reply's usage as it arrives, so it is refused
+with ``--deterministic`` (:meth:`basevolve.config.RunConfig._check_deterministic`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from basevolve.engine.budget import afford
+from basevolve.engine.state import CallJob
+
+if TYPE_CHECKING:
+    from basevolve.engine.core import Engine
+
+#: Children that may wait for a sandbox worker beyond those being evaluated (issue 23):
+#: enough that a worker never waits for the next child, few enough that the bandit's
+#: untold pulls stay close to ``max_in_flight``.
+EVAL_MARGIN = 2
+
+Tell = Callable[[], None]
+
+
+def evaluation_places(evaluator: Any) -> int:
+    """How many answered children may await their evaluation at once: the evaluator's
+    ``concurrency`` (sandbox workers) plus :data:`EVAL_MARGIN`."""
+    import os
+
+    n = getattr(evaluator, "concurrency", None)
+    return max(1, int(n if n is not None else (os.cpu_count() or 1))) + EVAL_MARGIN
+
+
+class ArrivalOrder:
+    """The default: tell on arrival; decide when an LLM slot and an evaluation place are
+    free (module docstring)."""
+
+    deterministic = False
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.eval_places = evaluation_places(engine.evaluator)
+        self.sequential = engine.cfg.max_in_flight == 1
+
+    def busy(self) -> bool:
+        """Whether anything in flight may still change the run's state."""
+        return bool(self.engine.llm or self.engine.evals)
+
+    def opened(self, job: CallJob) -> None:
+        """A new call (not a re-issue) was decided."""
+
+    def dropped(self, job: CallJob) -> None:
+        """A failed call will not be asked again (its budget is spent)."""
+
+    def restore(self, jobs: Iterable[CallJob]) -> None:
+        """Resume: the calls decided and not yet told, as the store holds them."""
+
+    def deliver(self, job: CallJob, tell: Tell) -> None:
+        tell()
+
+    def fill(self) -> None:
+        e = self.engine
+        if self.sequential and (e.llm or e.evals):
+            return
+        while (len(e.llm) < e.cfg.max_in_flight and len(e.evals) < self.eval_places
+               and e.completed + len(e.llm) < e.C and not e.exhausted):
+            item, e.parked = e.parked or e.next_call(), None
+            if item is None:
+                return
+            if e.ledger is not None and not afford(e, item):
+                return
+            e.issue(*item)
+            if self.sequential:
+                return
+
+
+class IssueOrder:
+    """``--deterministic``: tell in issue order, decide at fixed logical points (module
+    docstring).  ``open`` holds the keys (:attr:`CallJob.key`) of the calls decided and
+    not yet told, oldest first; ``ready`` the tells whose result is in."""
+
+    deterministic = True
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.window = engine.cfg.decision_window
+        self.open: deque[int] = deque()
+        self.ready: dict[int, Tell] = {}
+
+    def busy(self) -> bool:
+        return bool(self.open)
+
+    def opened(self, job: CallJob) -> None:
+        self.open.append(job.key)
+
+    def dropped(self, job: CallJob) -> None:
+        self.open.remove(job.key)
+
+    def restore(self, jobs: Iterable[CallJob]) -> None:
+        self.open = deque(sorted({j.key for j in jobs}))
+
+    def deliver(self, job: CallJob, tell: Tell) -> None:
+        self.ready[job.key] = tell
+
+    def fill(self) -> None:
+        """Advance the logical schedule as far as the results and the free slots allow."""
+        e = self.engine
+        while True:
+            self._resend()
+            step = self._decide()
+            if step == "decided":
+                continue
+            if step == "wait":  # a decision is due: no tell may pass it
+                return
+            if self.open and self.open[0] in self.ready:
+                self.ready.pop(self.open.popleft())()
+                continue
+            if self.open and not e.llm and not e.evals and not e.reissue:
+                raise RuntimeError(f"--deterministic: call {self.open[0]} is neither in "
+                                   "flight nor told (an engine bug; resume the run)")
+            return
+
+    def _resend(self) -> None:
+        """A failed or lost call goes out again first, in its place and with its seed."""
+        e = self.engine
+        while e.reissue and len(e.llm) < e.cfg.max_in_flight:
+            e.issue(*e.reissue.popleft())
+
+    def _decide(self) -> str:
+        """``decided``, ``wait`` (one is due but no LLM slot is free) or ``no``."""
+        e = self.engine
+        if len(self.open) >= self.window:
+            return "no"
+        continuing = any(p.to_issue > 0 for p in e.open_pulls.values())
+        if not continuing and e.completed + e.reserved() >= e.C:
+            return "no"
+        if len(e.llm) >= e.cfg.max_in_flight:
+            return "wait"
+        item = e.next_decision()
+        if item is None:
+            return "no"
+        e.issue(*item)
+        return "decided"
+
+
+def order_for(engine: Engine) -> ArrivalOrder | IssueOrder:
+    """The rule of ``engine``'s run (``--deterministic`` or not)."""
+    return IssueOrder(engine) if engine.cfg.deterministic else ArrivalOrder(engine)
