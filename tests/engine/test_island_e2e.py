@@ -1,7 +1,8 @@
 """Island protocols end to end against the real test server, sandbox and store: each
 protocol alone and under BaSE (UCB, K = 3) spends exactly C calls (retries, judge and
 meta calls included), stores a purpose for every call, a program row for every code
-call and none for text calls, and is reproducible call for call with --max-in-flight 1.
+call and ShinkaEvolve judge call (the judge gates the proposal's evaluation, issue 23)
+and none for text calls, and is reproducible call for call with --max-in-flight 1.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SMALL = {
     "adaevolve": {"migration_interval": 3, "paradigm_window": 2, "paradigm_threshold": 0.6,
                   "spawn_cooldown": 2, "spawn_threshold": 0.9},
 }
-CODE_PURPOSES = ("mutation", "fix")
+CODE_PURPOSES = ("mutation", "fix", "judge")  # a judge call's child: its released proposal
 
 
 def config(url: str, protocol: str, arms: int, *, budget: int, in_flight: int, seed: int = 3,
@@ -43,7 +44,7 @@ def check_ledger(con: sqlite3.Connection, budget: int) -> list[str]:
     purposes = [p for (p,) in con.execute("SELECT purpose FROM calls ORDER BY call_index")]
     assert len(purposes) == budget and set(purposes) <= set(PURPOSES)
     code_calls = {c for (c,) in con.execute(
-        "SELECT call_id FROM calls WHERE purpose IN ('mutation', 'fix')")}
+        "SELECT call_id FROM calls WHERE purpose IN ('mutation', 'fix', 'judge')")}
     with_program = [c for (c,) in con.execute(
         "SELECT call_id FROM programs WHERE is_initial=0")]
     assert sorted(with_program) == sorted(code_calls)  # one program per code call, no more
@@ -94,3 +95,33 @@ def test_sequential_runs_are_identical_call_for_call(pool, tmp_path, protocol, a
                              run_id=f"seq{k}"), store, pool=pool)
             runs.append(calls_of(store))
     assert len(runs[0]) == 12 and runs[0] == runs[1]
+
+
+def test_shinkaevolve_asks_the_judge_before_evaluating(pool, tmp_path):
+    """Issue 23, item 5: with novelty=judge a too-similar proposal is held unevaluated
+    (its code call's child has no program and says so), its judge call follows, and the
+    judge call's child is the proposal, evaluated, exactly when the answer starts with
+    NOVEL.  Exactly C calls, with the judge calls among them."""
+    from basevolve.prompts.shinka import judge_says_novel
+
+    budget = 24
+    store = tmp_path / "judge.sqlite"
+    with LLMTestServer(island_reply) as srv:
+        start_run(config(srv.base_url, "shinkaevolve", 1, budget=budget, in_flight=1),
+                  store, pool=pool)  # sequential: the same calls every time
+        assert len(srv.requests) == budget
+    con = sqlite3.connect(store)
+    check_ledger(con, budget)
+    judges = con.execute(
+        "SELECT c.text, p.code, p.error, p.seq, c.seq FROM calls c JOIN programs p "
+        "USING (call_id) WHERE c.purpose = 'judge' AND c.counted = 1").fetchall()
+    held = con.execute("SELECT seq FROM programs WHERE error LIKE 'novelty judge: %' "
+                       "AND code IS NULL AND seconds = 0").fetchall()
+    assert len(judges) >= 2 and len(judges) <= len(held) <= len(judges) + 1
+    verdicts = [judge_says_novel(text) for text, *_ in judges]
+    assert any(verdicts) and not all(verdicts)
+    for (text, code, error, _pseq, call_seq), novel in zip(judges, verdicts, strict=True):
+        assert (code is not None) == novel, (text, error)
+        if not novel:
+            assert error.startswith("novelty: the judge did not answer NOVEL")
+        assert any(h < call_seq for (h,) in held)  # held before its judge was even asked

@@ -29,6 +29,9 @@ PARAMS = {
     "openevolve": ["num_islands=3", "migration_interval=2"],
     "codeevolve": ["num_islands=2", "init_pop=2", "migration_interval=3"],
     "shinkaevolve": ["migration_interval=3"],
+    # the novelty judge gates evaluation (issue 23, item 5): a held proposal is re-derived
+    # from the stored reply on resume and its judge call asked, or replayed, in order
+    "shinkaevolve-judge": ["migration_interval=3", "novelty=judge", "novelty_threshold=0.6"],
     "adaevolve": ["migration_interval=3", "paradigm_window=2", "paradigm_threshold=0.6"],
 }
 
@@ -74,14 +77,14 @@ def _kill_mid_run(cmd: list[str], store: Path, min_counted: int) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("protocol", "arms"), [
     ("openevolve", 3), ("codeevolve", 3), ("shinkaevolve", 3), ("shinkaevolve", 1),
-    ("adaevolve", 3), ("adaevolve", 1)])
+    ("shinkaevolve-judge", 1), ("adaevolve", 3), ("adaevolve", 1)])
 def test_island_resume_after_sigkill_ends_at_exactly_c(server_url, tmp_path, protocol, arms):
     budget = 14
     store = tmp_path / "kill.sqlite"
     out = str(tmp_path / "out")
     cmd = [sys.executable, "-m", "basevolve", "run", "--task", TASK, "--base-url", server_url,
            "--params", "1e9", "--store", str(store), "--run-id", "victim", "--out", out, "--budget", str(budget),
-           "--protocol", protocol, "--max-in-flight", "3"]
+           "--protocol", protocol.split("-")[0], "--max-in-flight", "3"]
     for p in PARAMS[protocol]:
         cmd += ["--protocol-param", p]
     if arms > 1:
@@ -97,10 +100,13 @@ def test_island_resume_after_sigkill_ends_at_exactly_c(server_url, tmp_path, pro
     assert con.execute("SELECT sum(counted) FROM calls").fetchone()[0] == budget
     assert con.execute("SELECT count(*) FROM calls WHERE purpose IS NULL").fetchone()[0] == 0
     code_calls = con.execute("SELECT count(*) FROM calls WHERE counted=1 AND purpose IN "
-                             "('mutation', 'fix')").fetchone()[0]
+                             "('mutation', 'fix', 'judge')").fetchone()[0]
     n, distinct = con.execute("SELECT count(*), count(DISTINCT call_id) FROM programs "
                               "WHERE is_initial=0").fetchone()
     assert n == distinct == code_calls  # one program per counted code call
+    if protocol.endswith("judge"):  # judge calls happened and each gated its proposal
+        assert con.execute("SELECT count(*) FROM calls WHERE purpose='judge' AND counted=1 "
+                           "AND call_id IN (SELECT call_id FROM programs)").fetchone()[0] >= 1
     lost = con.execute("SELECT count(*) FROM calls WHERE status='lost'").fetchone()[0]
     reissued = con.execute("SELECT count(*) FROM calls WHERE reissue_of IN "
                            "(SELECT call_id FROM calls WHERE status='lost')").fetchone()[0]

@@ -47,7 +47,8 @@ def test_variants_keep_the_verbatim_format_suffix_after_their_first_line():
 
 @pytest.mark.parametrize("answer,novel", [
     ("NOVEL: a new algorithm", True), ("NOT NOVEL, same idea", False),
-    ("The program is novel", True), ("not novel", False), ("unsure", False),
+    ("The program is novel", False),  # only the start of the answer counts (issue 23)
+    ("not novel", False), ("unsure", False),
 ])
-def test_judge_first_keyword_wins(answer, novel):
+def test_judge_verdict_is_the_answers_first_word(answer, novel):
     assert judge_says_novel(answer) is novel

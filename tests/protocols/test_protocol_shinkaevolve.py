@@ -149,22 +149,52 @@ def test_ngram_novelty_rejects_near_copies_and_resamples():
     assert 0.5 < float(a @ b) < 0.995 and float(a @ a) == pytest.approx(1.0)
 
 
-def test_judge_mode_holds_similar_child_until_judged():
-    proto = make(novelty="judge", novelty_threshold=0.8)
-    p = proto.ask()
+def test_judge_is_asked_before_the_child_is_evaluated():
+    """Issue 23, item 5: in judge mode a too-similar proposal is not evaluated first.  Its
+    reply yields no program (the reason says the judge decides); the judge call follows,
+    and its reply releases the proposal for evaluation only when it starts with NOVEL."""
+    proto = make(novelty="judge", novelty_threshold=0.8, p_diff=1.0, p_full=0.0, p_cross=0.0)
     child_code = prog(0.5, "pass\n    ")  # cosine 0.89 to the initial program
-    proto.tell(p, Child(2, child_code, 0.6, True, None))
-    judge = proto.ask()
-    assert judge.purpose == "judge" and "NOVEL or NOT NOVEL" in judge.messages[0]["content"]
+    reply = ("<NAME>n</NAME>\n<DESCRIPTION>d</DESCRIPTION>\n<DIFF>\n<<<<<<< SEARCH\n"
+             "    return 0.5\n=======\n    pass\n    return 0.5\n>>>>>>> REPLACE\n</DIFF>")
+
+    def propose(p):
+        proto.observe_reply(p, reply)
+        parsed = proto.parse_reply(p, reply)
+        assert parsed.code is None and parsed.error.startswith("novelty judge: code similarity")
+        proto.tell(p, Child(None, None, 0.0, False, parsed.error))  # nothing was run
+        judge = proto.ask()
+        assert judge.purpose == "judge" and not judge.is_text  # its reply gates a program
+        assert "NOVEL or NOT NOVEL" in judge.messages[0]["content"]
+        assert "pass" in judge.messages[-1]["content"]  # the proposal is shown to the judge
+        return judge
+
     size = proto.pop.size()
-    proto.tell_text(judge, "NOT NOVEL: only a pass statement was added")
-    assert proto.pop.size() == size  # rejected: not inserted, the generation is resampled
+    judge = propose(proto.ask())
+    verdict = proto.parse_reply(judge, "The proposal is NOVEL in its structure.")
+    assert verdict.code is None and verdict.error.startswith("novelty: ")  # not at the start
+    proto.tell(judge, Child(7, None, 0.0, False, verdict.error))
+    assert proto.pop.size() == size  # rejected unevaluated: the generation is resampled
     redo = proto.ask()
     assert redo.meta["novelty_attempt"] == 1
-    proto.tell(redo, Child(3, child_code, 0.6, True, None))
-    judge2 = proto.ask()
-    proto.tell_text(judge2, "NOVEL. It is different.")
-    assert proto.pop.size() == size + 1
+    judge2 = propose(redo)
+    verdict = proto.parse_reply(judge2, "NOVEL: it adds a statement")
+    assert verdict.code == child_code  # released for evaluation
+    proto.tell(judge2, Child(8, verdict.code, 0.6, True, None))
+    assert proto.pop.size() == size + 1 and proto.best.program_id == 8
+
+
+@pytest.mark.parametrize(("text", "novel"), [
+    ("NOVEL: a new construction", True), ("novel", True), ("  **NOVEL**, because", True),
+    ("<think>Is it NOT NOVEL? No.</think>\nNOVEL.", True), ("NOT NOVEL: same idea", False),
+    ("The proposal is NOVEL.", False), ("I find it NOVEL", False), ("NOVELTY: low", False),
+    ("Not novel.", False), ("", False)])
+def test_novel_counts_only_at_the_start_of_the_answer(text, novel):
+    """Issue 23, item 5: ShinkaEvolve accepts iff the answer starts with NOVEL (spec);
+    reasoning and Markdown emphasis before it are not the answer."""
+    from basevolve.prompts.shinka import judge_says_novel
+
+    assert judge_says_novel(text) is novel
 
 
 def test_seeded_determinism():

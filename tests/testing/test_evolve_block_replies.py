@@ -64,6 +64,15 @@ def drive(task, protocol: str, params: dict, replies: EvolveBlockReplies, asks: 
     for i in range(asks):
         p = proto.ask()
         reply = replies({"messages": p.messages, "seed": 1000 + i}, i)
+        if p.purpose == "judge":  # a gate (issue 23): its verdict releases the proposal
+            seen.add((p.purpose, None))
+            assert reply.split("\n")[0] in ("NOVEL", "NOT NOVEL")
+            verdict = proto.parse_reply(p, reply)
+            assert (verdict.code is not None) == reply.startswith("NOVEL")
+            new = block_of(verdict.code) if verdict.code is not None else None
+            proto.tell(p, Child(100 + i, verdict.code, SCORE[CANDIDATES.index(new)] if new
+                                else 0.0, new is not None, verdict.error))
+            continue
         if p.is_text:
             seen.add((p.purpose, None))
             if p.purpose == "judge":
@@ -74,7 +83,8 @@ def drive(task, protocol: str, params: dict, replies: EvolveBlockReplies, asks: 
         seen.add((p.purpose, p.meta.get("format", "full")))
         proto.observe_reply(p, reply)
         parsed = proto.parse_reply(p, reply)
-        if reply.startswith("I am not sure"):  # junk: the protocol's parser refuses it
+        held = (parsed.error or "").startswith("novelty judge: ")  # the judge decides first
+        if reply.startswith("I am not sure") or held:  # junk: the parser refuses it
             assert parsed.code is None
             proto.tell(p, Child(100 + i, None, 0.0, False, parsed.error))
             continue

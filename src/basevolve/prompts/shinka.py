@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from basevolve.prompts.codeevolve import Shown
 from basevolve.prompts.openevolve import format_fitness, truncate
+from basevolve.prompts.parse import strip_think
 from basevolve.prompts.templates import fill, has_template, load_template
 
 FULL_VARIANTS = ("default", "different", "motivated", "structural", "parametric")
@@ -113,10 +114,19 @@ def build_novelty_messages(*, existing: str, proposed: str, language: str
             {"role": "user", "content": user}]
 
 
+#: What may stand before the verdict without being part of it: Markdown emphasis,
+#: headings, quotes and list marks around the first word of the answer.
+_DECORATION = " \t\r\n*_#>`\"'-"
+
+
 def judge_says_novel(text: str) -> bool:
-    """The first keyword decides: ``NOT NOVEL`` → False, ``NOVEL`` → True, else False."""
-    up = text.upper()
-    i_not, i_nov = up.find("NOT NOVEL"), up.find("NOVEL")
-    if i_nov < 0:
-        return False
-    return not (0 <= i_not <= i_nov)
+    """Whether the judge's answer *starts* with NOVEL (issue 23, item 5; ShinkaEvolve
+    accepts a proposal iff the answer starts with "NOVEL", spec section 2).
+
+    Reasoning (``<think>`` blocks, :func:`~basevolve.prompts.parse.strip_think`) and
+    Markdown decoration before the first word are not the answer; the word must be NOVEL
+    itself (not NOVELTY), in any case.  "The proposal is NOVEL" or "NOT NOVEL" do not
+    count: a verdict anywhere later in the text is not the verdict.
+    """
+    answer = strip_think(text or "").lstrip(_DECORATION).upper()
+    return answer.startswith("NOVEL") and not answer[5:6].isalnum()

@@ -87,7 +87,10 @@ class Proposal:
     protocol-specific, JSON-able details (e.g. island id, inspiration ids) for the store.
     ``purpose`` is one of :data:`PURPOSES`: ``mutation`` and ``fix`` replies are programs
     (parsed, run, scored); the :data:`TEXT_PURPOSES` replies go back to the protocol as
-    text.
+    text.  A *gate* (``meta["gates_program"]``: ShinkaEvolve's novelty judge, issue 23,
+    item 5) is a text purpose whose reply decides whether a program proposed earlier is
+    evaluated: the engine treats it as a program call, and the protocol's
+    ``parse_reply`` turns the verdict into that program or into a reason.
     """
 
     parent_id: int | None
@@ -106,8 +109,9 @@ class Proposal:
 
     @property
     def is_text(self) -> bool:
-        """Whether the reply is text for the protocol rather than a program."""
-        return self.purpose in TEXT_PURPOSES
+        """Whether the reply is text for the protocol rather than a program (a gate's
+        reply yields a program: class docstring)."""
+        return self.purpose in TEXT_PURPOSES and not self.meta.get("gates_program")
 
     @property
     def key(self) -> tuple[int, int]:

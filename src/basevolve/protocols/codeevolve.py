@@ -169,12 +169,12 @@ class CodeEvolveProtocol(IslandProtocol):
     def _shown(self, m: Member) -> Shown:
         return Shown(m.code, m.fitness, m.valid, m.error)
 
-    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+    def parse_format(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
         """A code call's SEARCH/REPLACE edits by CodeEvolve's exact rule (module
         docstring); a text artifact (issue 15) has no markers, its whole text is the
         region."""
         if proposal.meta.get("format") != "diff":
-            return super().parse_reply(proposal, reply_text)
+            return super().parse_format(proposal, reply_text)
         markers = getattr(self.task, "artifact", "program") == "program"
         res = apply_exact_search_replace(proposal.parent_code, strip_think(reply_text or ""),
                                          confine=markers)

@@ -81,7 +81,7 @@ def codeevolve(task: Task, kind: str) -> list[dict[str, str]]:
 def shinkaevolve(task: Task, kind: str) -> list[dict[str, str]]:
     """``kind``: diff, cross, full_<variant>, fix, judge."""
     probs = {"diff": (1.0, 0.0, 0.0), "cross": (0.0, 0.0, 1.0)}.get(kind, (0.0, 1.0, 0.0))
-    if kind in ("fix", "judge"):
+    if kind == "fix":
         probs = (1.0, 0.0, 0.0)
     proto = _build(task, "shinkaevolve", num_islands=1, p_diff=probs[0], p_full=probs[1],
                    p_cross=probs[2], novelty="judge" if kind == "judge" else "ngram")
@@ -96,8 +96,11 @@ def shinkaevolve(task: Task, kind: str) -> list[dict[str, str]]:
         parsed = proto.parse_reply(p, reply)
         proto.tell(p, Child(40, None, 0.0, False, parsed.error))
         return proto.ask().messages
-    if kind == "judge":
-        proto.tell(p, Child(40, variant(task.initial_program, 0), 0.5, True, None))
+    if kind == "judge":  # a full rewrite that copies a member: held for the judge
+        reply = (f"<NAME>x</NAME><DESCRIPTION>y</DESCRIPTION><CODE>\n```python\n"
+                 f"{variant(task.initial_program, 0)}```\n</CODE>")
+        proto.observe_reply(p, reply)
+        proto.tell(p, Child(40, None, 0.0, False, proto.parse_reply(p, reply).error))
         return proto.ask().messages
     return p.messages
 

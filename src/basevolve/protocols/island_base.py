@@ -135,7 +135,16 @@ class IslandProtocol(Protocol):
         self._replies[proposal.key] = reply_text
 
     def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
-        """Parse by ``proposal.meta["format"]`` with the one strict applier.
+        """Parse by ``proposal.meta["format"]`` (:meth:`parse_format`), then let the
+        protocol check the program (:meth:`_check_parsed`, e.g. novelty)."""
+        parsed = self.parse_format(proposal, reply_text)
+        if parsed.code is None:
+            return parsed
+        return self._check_parsed(proposal, parsed)
+
+    def parse_format(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """The program a reply makes of ``proposal.parent_code`` by
+        ``proposal.meta["format"]`` with the one strict applier, nothing checked.
 
         A text artifact (``task.artifact == "text"``, issue 15) has no EVOLVE blocks: the
         whole text is the evolvable region, so edits are not confined to markers.
@@ -153,9 +162,7 @@ class IslandProtocol(Protocol):
                                         confine=markers).parsed
         else:
             parsed = parse_full_rewrite(reply_text, language=task.language, entry=task.entry)
-        if parsed.code is None:
-            return parsed
-        return self._check_parsed(proposal, parsed)
+        return parsed
 
     def _check_parsed(self, proposal: Proposal, parsed: ParsedProgram) -> ParsedProgram:
         """Hook: reject a parsed program before evaluation (novelty); default: keep."""

@@ -28,8 +28,16 @@ A *generation* is one fresh mutation plus its retries, all counted calls:
   character-3-gram cosine similarity above ``novelty_threshold`` to a program on the
   parent's island (as of the ask) is rejected before evaluation (child score 0, reason
   ``novelty: ...``) and the generation is resampled, up to ``max_novelty_attempts``;
-  ``novelty=judge`` evaluates it and asks an LLM judge (purpose ``judge``) whether it is
-  novel; only a NOVEL one enters the population; ``off`` disables the check.
+  ``novelty=judge`` asks an LLM judge (purpose ``judge``) *before* evaluating it, as
+  ShinkaEvolve does (issue 23, item 5): the code reply yields no program (reason
+  ``novelty judge: ...``, nothing is run), the judge call follows at once, and only an
+  answer that starts with NOVEL (:func:`~basevolve.prompts.shinka.judge_says_novel`)
+  releases the proposal: the judge call's child is then that program, evaluated and
+  inserted; otherwise the generation is resampled.  The judge call is a *gate*
+  (``meta["gates_program"]``): the engine treats it as a program call, so its reply is
+  parsed by :meth:`parse_reply` into the proposal or a reason; the proposal itself is
+  re-derived from the stored code reply at the tell (the same parse), so a resumed run
+  rebuilds it.  ``off`` disables the check.
 
 With ``--feedback artifacts`` (issue 21, part 3) the iteration message's text-feedback
 slot holds the parent's whole evaluator feedback (:mod:`basevolve.prompts.feedback`)
@@ -73,6 +81,8 @@ from basevolve.protocols.islands import IslandPopulation, Member
 from basevolve.protocols.novelty import VectorTable
 
 NOVELTY_PREFIX = "novelty: "
+#: the reason of a code reply held for the judge (not evaluated; issue 23, item 5)
+JUDGE_PREFIX = "novelty judge: "
 STRATEGIES = ("weighted", "power_law", "hill_climbing", "beam_search")
 
 
@@ -249,40 +259,63 @@ class ShinkaEvolveProtocol(IslandProtocol):
     def _shown(m: Member) -> Shown:
         return Shown(m.code, m.fitness, m.valid, m.error)
 
+    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """A judge's verdict releases its proposal or gives the reason; any other reply
+        is parsed by its format and checked for novelty."""
+        if proposal.purpose != "judge":
+            return super().parse_reply(proposal, reply_text)
+        call = self._ctx[proposal.key]
+        if judge_says_novel(reply_text):
+            return ParsedProgram(call.ctx["candidate"], None, "judge")
+        return ParsedProgram(None, f"{NOVELTY_PREFIX}the judge did not answer NOVEL "
+                                   f"(similarity {call.meta['similarity']} to program "
+                                   f"{call.meta['similar_to']})", "novelty")
+
     def _check_parsed(self, proposal: Proposal, parsed: ParsedProgram) -> ParsedProgram:
-        if self.params["novelty"] != "ngram" or parsed.code is None:
+        if self.params["novelty"] == "off" or parsed.code is None:
             return parsed
         call = self._ctx.get(proposal.key)
         if call is None:
             return parsed
         sim, uid = self.vecs.max_similarity(evolve_block_text(parsed.code), call.ctx["snapshot"])
-        if sim > self.params["novelty_threshold"]:
-            other = self.pop.members[uid].program_id if uid is not None else None
-            return ParsedProgram(None, f"{NOVELTY_PREFIX}code similarity {sim:.4f} > "
-                                       f"{self.params['novelty_threshold']} to program {other} "
-                                       "on the same island", "novelty")
+        if sim > self.params["novelty_threshold"] and uid is not None:
+            other = self.pop.members[uid].program_id
+            why = (f"code similarity {sim:.4f} > {self.params['novelty_threshold']} to program "
+                   f"{other} on the same island")
+            if self.params["novelty"] == "judge":
+                return ParsedProgram(None, f"{JUDGE_PREFIX}{why}; the novelty judge decides "
+                                           "before it is evaluated", "novelty")
+            return ParsedProgram(None, f"{NOVELTY_PREFIX}{why}", "novelty")
         return parsed
 
     # ------------------------------------------------------------------ tells
     def _on_child(self, proposal: Proposal, call: Call, child: Child, reply: str | None) -> None:
         meta = call.meta
         if child.code is None:
-            if (child.error or "").startswith(NOVELTY_PREFIX):
+            if (child.error or "").startswith(JUDGE_PREFIX):
+                self._ask_judge(proposal, call, reply)
+            elif (child.error or "").startswith(NOVELTY_PREFIX):
                 self._novelty_retry(meta)
             else:
                 self._patch_retry(proposal, call, child, reply)
             return
-        if self.params["novelty"] == "judge":
-            sim, uid = self.vecs.max_similarity(evolve_block_text(child.code), call.ctx["snapshot"])
-            if sim > self.params["novelty_threshold"] and uid is not None:
-                existing = self.pop.members[uid]
-                messages = build_novelty_messages(existing=existing.code, proposed=child.code,
-                                                  language=self.task.language)
-                jmeta = {**meta, "similar_to": existing.program_id, "similarity": round(sim, 6)}
-                self.follow_up(Call(messages, child.program_id, child.code, "judge", jmeta,
-                                    {**call.ctx, "child": child}))
-                return
         self._accept(child, call)
+
+    def _ask_judge(self, proposal: Proposal, call: Call, reply: str | None) -> None:
+        """Queue the judge call for a proposal held back before evaluation; the proposal
+        is the code reply parsed again (the stored reply on resume)."""
+        code = self.parse_format(proposal, reply or "").code
+        if code is None:  # cannot happen for the reply that was held; resample then
+            self._novelty_retry(call.meta)
+            return
+        sim, uid = self.vecs.max_similarity(evolve_block_text(code), call.ctx["snapshot"])
+        existing = self.pop.members[uid] if uid is not None else self.pop.members[0]
+        messages = build_novelty_messages(existing=existing.code, proposed=code,
+                                          language=self.task.language)
+        jmeta = {**call.meta, "similar_to": existing.program_id, "similarity": round(sim, 6),
+                 "gates_program": True}
+        self.follow_up(Call(messages, call.parent_id, call.parent_code, "judge", jmeta,
+                            {**call.ctx, "candidate": code}))
 
     def _accept(self, child: Child, call: Call) -> None:
         self.insert(child, call.ctx["island"], call.ctx["parent"])
@@ -290,12 +323,6 @@ class ShinkaEvolveProtocol(IslandProtocol):
         if self.inserted % self.params["migration_interval"] == 0:
             if self.pop.migrate_random(self.params["migration_rate"]):
                 self.migrations += 1
-
-    def _on_text(self, proposal: Proposal, call: Call, text: str) -> None:
-        if judge_says_novel(text):
-            self._accept(call.ctx["child"], call)
-        else:
-            self._novelty_retry(call.meta)
 
     def _patch_retry(self, proposal: Proposal, call: Call, child: Child, reply: str | None
                      ) -> None:
