@@ -123,11 +123,13 @@ def _text(a: dict[str, Any]) -> str:
     if "fit" in a:
         f = a["fit"]
         lines.append(f"  Eq. 2 fit: beta0 {f['beta0']:.3f}  a {f['a']:.3f}  b {f['b']:.3f}  "
-                     f"c {f['c']:.3f}  R^2 {f['r2']:.3f}  ({f['cells']} sub-ceiling cells)")
+                     f"c {f['c']:.3f} (permutation p {f['p_c']:.2g})  R^2 {f['r2']:.3f}  "
+                     f"({f['cells']} sub-ceiling cells)")
     if "gate" in a:
         g = a["gate"]
         lines.append(f"  capability gate at C={g['budget']}: penBoN {g['pen_bon']:.4f}, "
-                     f"p = {g['p']:.4f}")
+                     f"p = {g['p']:.4f}; envelope collapse {g['envelope_collapse']}")
+    lines += [f"  note: {n}" for n in a.get("notes", [])]
     if not a["can_advise"]:
         lines.append("  CANNOT ADVISE:")
         lines += [f"    - {r['message']}" for r in a["refusals"]]
