@@ -204,3 +204,55 @@ def test_initial_template_file(tmp_path):
 def test_program_tasks_refuse_task_params():
     with pytest.raises(ConfigError, match="takes no --task-param"):
         load_task("circle_packing", {"limit": 3})
+
+
+def test_the_papers_lpo_setup_contains_metric_and_openevolve_contexts():
+    """Issue 23, item 7: metric=contains and context_style=openevolve reproduce the
+    paper's LPO (OpenEvolve's HotpotQA example, Table 11): the first 40 questions, each
+    paragraph shown as "Paragraph i (title):", and a reply right when, lower-cased and
+    without trailing punctuation, it equals or contains the gold answer."""
+    from pathlib import Path
+
+    from basevolve.tasks.prompt_optimization import SYSTEM_MESSAGE
+
+    hotpot = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_fixture.json"
+    task = _task(dataset=str(hotpot), metric="contains", context_style="openevolve")
+    assert task.params["limit"] == 40 and len(task.items) == 3
+    replies = {"Which lake": "It is Lake Ombra, beside Tovik.",  # contains the gold answer
+               "Are Pella": "Yes.", "Which company": "Harbin & Vell"}
+
+    def reply(prompt):
+        return next(r for q, r in replies.items() if q in prompt)
+
+    answerer = Scripted(reply)
+    score = asyncio.run(task.evaluate_text(task.initial_program, answerer))
+    assert [r["correct"] for r in score.rows] == [1.0, 1.0, 0.0]
+    assert score.score == pytest.approx(2 / 3) and score.metrics["contains"] == pytest.approx(2 / 3)
+    assert score.metrics["em"] == pytest.approx(1 / 3)  # EM on the extracted answer differs
+    assert "Paragraph 1 (Nils Havard):\nNils Havard (1870-1941)" in answerer.asked[0][0]["content"]
+    assert "contains" in task.system_message and task.system_message != SYSTEM_MESSAGE
+    assert "contained" in score.feedback  # the mutation model is told the rule
+    # the defaults are unchanged: normalised EM on the extracted answer, "Title: ..." contexts
+    plain = _task(dataset=str(hotpot))
+    assert plain.system_message == SYSTEM_MESSAGE and plain.metric == "em"
+    assert plain.items[0].context.startswith("Nils Havard: ")
+    with pytest.raises(ConfigError, match="context_style"):
+        _task(context_style="paragraphs")
+
+
+def test_identity_of_default_runs_is_unchanged_by_the_new_parameter():
+    """Runs stored before context_style existed resume as the same task; the paper's
+    style is another task (other contexts, other digest)."""
+    import hashlib
+    from pathlib import Path
+
+    from basevolve.tasks.qa_data import dataset_digest
+
+    hotpot = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_fixture.json"
+    task = _task(dataset=str(hotpot))
+    old = dict(task.params)
+    del old["context_style"]  # the parameters as stored before issue 23
+    assert task.identity_parts() == (dataset_digest(task.items), json.dumps(old, sort_keys=True))
+    styled = _task(dataset=str(hotpot), context_style="openevolve")
+    assert hashlib.sha256(repr(styled.identity_parts()).encode()).digest() != \
+        hashlib.sha256(repr(task.identity_parts()).encode()).digest()

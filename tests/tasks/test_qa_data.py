@@ -314,3 +314,26 @@ def test_sample_has_forty_well_formed_items() -> None:
 
 def test_load_sample_limit() -> None:
     assert [it.id for it in load_sample(limit=3)] == ["s01", "s02", "s03"]
+
+
+def test_hotpotqa_openevolve_context_style() -> None:
+    """Issue 23, item 7: OpenEvolve's HotpotQA example renders each paragraph as
+    "Paragraph i (title):" and its sentences joined by spaces, blank lines between."""
+    items = load_qa(HOTPOT_FIXTURE, context_style="openevolve")
+    assert items[0].context == (
+        "Paragraph 1 (Nils Havard):\n"
+        "Nils Havard (1870-1941) was a painter born in Tovik.  He later lived in Ardenne Cove."
+        "\n\nParagraph 2 (Tovik):\nTovik is a small town beside Lake Ombra."
+        "\n\nParagraph 3 (Ardenne Cove):\nArdenne Cove is a fishing village. It has a lighthouse."
+    )
+    assert [it.answer for it in items] == [it.answer for it in load_qa(HOTPOT_FIXTURE)]
+    assert dataset_digest(items) != dataset_digest(load_qa(HOTPOT_FIXTURE))  # what is asked
+
+
+def test_openevolve_context_style_needs_the_hotpotqa_format(tmp_path: Path) -> None:
+    f = tmp_path / "qa.jsonl"
+    f.write_text('{"question": "q", "answer": "a", "context": "c"}\n')
+    with pytest.raises(TaskError, match=r"context_style='openevolve'.*HotpotQA.*\.json"):
+        load_qa(f, context_style="openevolve")
+    with pytest.raises(TaskError, match="context_style must be one of plain, openevolve"):
+        load_qa(HOTPOT_FIXTURE, context_style="titles")

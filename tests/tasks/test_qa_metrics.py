@@ -87,14 +87,14 @@ def test_f1_empty_and_disjoint() -> None:
 
 
 def test_score_answer_dispatches_and_defaults_to_em() -> None:
-    assert set(METRICS) == {"em", "f1"}
+    assert set(METRICS) == {"em", "f1", "contains"}
     assert score_answer("quick brown fox", "quick red fox") == 0.0
     assert score_answer("quick brown fox", "quick red fox", "f1") == pytest.approx(2 / 3)
     assert score_answer("Paris", "paris", metric="em") == 1.0
 
 
 def test_score_answer_unknown_metric_names_it_and_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"'bleu'.*em, f1"):
+    with pytest.raises(ValueError, match=r"'bleu'.*contains, em, f1"):
         score_answer("a", "b", "bleu")
 
 
@@ -157,3 +157,25 @@ def test_extract_answer_drops_think_blocks(reply: str, expected: str) -> None:
 def test_extracted_answer_scores_against_gold() -> None:
     reply = "<think>Founder: Odile Varsh, born in Lenholt.</think>\n**Answer:** The River Caddow."
     assert score_answer(extract_answer(reply), "River Caddow") == 1.0
+
+
+@pytest.mark.parametrize(("reply", "gold", "correct"), [
+    ("Lake Ombra", "Lake Ombra", 1.0),
+    ("lake ombra.", "Lake Ombra", 1.0),  # case and trailing punctuation do not matter
+    ("The town lies beside Lake Ombra, I think!", "Lake Ombra", 1.0),  # contains it
+    ("Answer: Lake Ombra?!", "lake ombra.", 1.0),
+    ("<think>Lake Ombra or Lake Vell?</think>Lake Vell", "Lake Ombra", 0.0),  # not reasoning
+    ("Lake Omb", "Lake Ombra", 0.0),
+    ("yes", "no", 0.0),
+    ("", "Lake Ombra", 0.0),
+    ("...", ".", 1.0),  # a gold answer of punctuation only: equality, never "contains ''"
+    ("anything", ".", 0.0),
+])
+def test_contains_is_openevolves_hotpotqa_rule(reply, gold, correct) -> None:
+    """Issue 23, item 7: the paper's LPO (OpenEvolve's HotpotQA example) counts a reply
+    correct if, lower-cased and without trailing punctuation, it equals the gold answer
+    or contains it."""
+    from basevolve.tasks.qa_metrics import contains_match
+
+    assert contains_match(reply, gold) == correct
+    assert score_answer(reply, gold, "contains") == correct

@@ -14,7 +14,16 @@ QA set:
   HotpotQA-style normalised exact match by default (``metric=f1`` for token F1;
   :mod:`basevolve.tasks.qa_metrics`), the answer being extracted by
   :func:`~basevolve.tasks.qa_metrics.extract_answer` (text after the last "Answer:",
-  else the last line);
+  else the last line); ``metric=contains`` is the paper's own rule (OpenEvolve's
+  HotpotQA example): the whole reply, lower-cased and without trailing punctuation,
+  equals or contains the gold answer;
+* **the paper's setup** (Table 11, issue 23, item 7): ``dataset=`` the HotpotQA dev
+  file, ``metric=contains``, ``context_style=openevolve`` (paragraphs shown as
+  "Paragraph i (title):", :func:`~basevolve.tasks.qa_data.load_qa`), the first 40
+  questions (``limit``'s default).  The defaults differ on purpose: ``contains`` counts
+  a reply that lists several candidates (or restates the question's entities) as right,
+  so templates drift towards long answers and the fitness overstates accuracy; EM on one
+  extracted answer measures what a user of the prompt gets;
 * **data** (``--task-param dataset=PATH``): JSONL/CSV with ``question``, ``answer`` and
   an optional ``context``, or HotpotQA's official JSON; ``limit`` keeps the first N (the
   paper: 40).  Without a dataset, the project's own 40-question sample is used
@@ -43,7 +52,7 @@ from basevolve.errors import ConfigError, TaskError
 from basevolve.params import Param, parse_params
 from basevolve.tasks.base import TASKS
 from basevolve.tasks.qa_data import QAItem, dataset_digest, has_context, load_qa, load_sample
-from basevolve.tasks.qa_metrics import exact_match, extract_answer, f1_score
+from basevolve.tasks.qa_metrics import contains_match, exact_match, extract_answer, f1_score
 from basevolve.tasks.text import (
     MAX_PLACEHOLDER_USES,
     Answerer,
@@ -98,7 +107,18 @@ answers. It must contain {required} as placeholders (each at most twice, no othe
 answers above were wrong (too long, wrong hop, wrong format) and address it.
 Reply with the complete new template inside <prompt> and </prompt> tags."""
 
-METRIC_NAMES = {"em": "normalised exact match", "f1": "token F1"}
+METRIC_NAMES = {"em": "normalised exact match", "f1": "token F1",
+                "contains": "the gold answer contained in the reply"}
+
+#: The system message under ``metric=contains``: the same, with the scoring rule that
+#: applies (the default message stays byte-identical).
+_SCORING = ('its reply is scored by comparing the text after its last "Answer:" (or its last '
+            "line) with the gold answer after lower-casing and removing punctuation and "
+            "articles, so short exact answers score best.")
+SYSTEM_MESSAGE_CONTAINS = SYSTEM_MESSAGE.replace(
+    _SCORING, "its whole reply is scored as right when, lower-cased and without trailing "
+              "punctuation, it equals or contains the gold answer.")
+assert SYSTEM_MESSAGE_CONTAINS != SYSTEM_MESSAGE  # the sentence to replace is there
 
 
 class PromptOptimization(TextTask):
@@ -112,8 +132,12 @@ class PromptOptimization(TextTask):
         Param("limit", int, 40, "use the first N questions (the paper: 40)", low=1),
         Param("template", Path, "", "text file holding the initial prompt template "
               "(default: basevolve's own); it must pass the same checks as evolved ones"),
-        Param("metric", str, "em", "em (normalised exact match) or f1 (token F1)",
-              choices=("em", "f1")),
+        Param("metric", str, "em", "em (normalised exact match), f1 (token F1) or contains "
+              "(the reply equals or contains the gold answer: the paper's LPO rule)",
+              choices=("em", "f1", "contains")),
+        Param("context_style", str, "plain", "how HotpotQA .json contexts are shown: plain "
+              "('Title: sentences') or openevolve ('Paragraph i (title):', the paper's LPO)",
+              choices=("plain", "openevolve")),
         Param("answer_model", str, "", "model that answers the questions (default: the "
               "mutation model on its own endpoint)"),
         Param("answer_base_url", str, "", "OpenAI-compatible endpoint of answer_model "
@@ -144,7 +168,7 @@ class PromptOptimization(TextTask):
                 parse_count(values["answer_params"])
             except ValueError as exc:
                 raise ConfigError(f"--task-param answer_params: {exc}") from None
-        self.items = self._load(values["dataset"], values["limit"])
+        self.items = self._load(values["dataset"], values["limit"], values["context_style"])
         self.with_context = has_context(self.items)
         self.metric = str(values["metric"])
         self.max_chars = int(values["max_template_chars"])
@@ -152,10 +176,15 @@ class PromptOptimization(TextTask):
         self.initial = self._initial_template(values["template"])
 
     @staticmethod
-    def _load(dataset: str, limit: int) -> list[QAItem]:
+    def _load(dataset: str, limit: int, context_style: str = "plain") -> list[QAItem]:
         if not dataset:
+            if context_style != "plain":
+                raise TaskError(f"--task-param context_style={context_style} renders "
+                                "HotpotQA's titled paragraphs; pass the HotpotQA .json file "
+                                "with --task-param dataset=PATH (the built-in sample has "
+                                "untitled contexts)")
             return load_sample(limit=limit)
-        items = load_qa(dataset, limit=limit)
+        items = load_qa(dataset, limit=limit, context_style=context_style)
         if not items:  # load_qa refuses empty files; a limit cannot empty a list
             raise TaskError(f"dataset {dataset!r} has no questions")
         return items
@@ -182,7 +211,7 @@ class PromptOptimization(TextTask):
 
     @property
     def system_message(self) -> str:
-        return SYSTEM_MESSAGE
+        return SYSTEM_MESSAGE_CONTAINS if self.metric == "contains" else SYSTEM_MESSAGE
 
     def check_artifact(self, text: str) -> str | None:
         allowed = ("question", "context") if self.with_context else ("question",)
@@ -191,8 +220,12 @@ class PromptOptimization(TextTask):
 
     def identity_parts(self) -> tuple[str, ...]:
         """The QA items and every parameter: a resume with other data or another
-        answering setup is a task change (:mod:`basevolve.tasks.identity`)."""
-        return (dataset_digest(self.items), json.dumps(self.params, sort_keys=True))
+        answering setup is a task change (:mod:`basevolve.tasks.identity`).  The default
+        ``context_style`` is left out, so runs stored before it existed keep their
+        identity (the rendered contexts are in the items' digest either way)."""
+        params = {k: v for k, v in self.params.items()
+                  if not (k == "context_style" and v == "plain")}
+        return (dataset_digest(self.items), json.dumps(params, sort_keys=True))
 
     def answer_settings(self) -> dict[str, Any]:
         p = self.params
@@ -223,12 +256,15 @@ class PromptOptimization(TextTask):
             answer = extract_answer(call.text) if call.ok and call.text is not None else None
             em = exact_match(answer, item.answer) if answer is not None else 0.0
             f1 = f1_score(answer, item.answer) if answer is not None else 0.0
+            contains = (contains_match(call.text, item.answer)
+                        if call.ok and call.text is not None else 0.0)
             rows.append({
                 "idx": i, "question_id": item.id, "cache_key": call.cache_key,
                 "cache_hit": int(call.cache_hit),
                 "status": "cached" if call.cache_hit else ("ok" if call.ok else "failed"),
                 "reply": call.text, "answer": answer, "gold": item.answer,
-                "correct": em if self.metric == "em" else f1, "em": em, "f1": f1,
+                "correct": {"em": em, "f1": f1, "contains": contains}[self.metric],
+                "em": em, "f1": f1, "contains": contains,
                 "prompt_tokens": call.prompt_tokens, "cached_tokens": call.cached_tokens,
                 "completion_tokens": call.completion_tokens, "flops": call.flops,
                 "latency_s": call.latency_s, "attempts": call.attempts, "error": call.error})
@@ -236,6 +272,7 @@ class PromptOptimization(TextTask):
         score = sum(r["correct"] for r in rows) / n
         failed = [r for r in rows if r["status"] == "failed"]
         metrics = {"accuracy": score, "em": sum(r["em"] for r in rows) / n,
+                   "contains": sum(r["contains"] for r in rows) / n,
                    "f1": sum(r["f1"] for r in rows) / n, "questions": float(n),
                    "failed_answer_calls": float(len(failed)),
                    "cache_hits": float(sum(r["cache_hit"] for r in rows))}

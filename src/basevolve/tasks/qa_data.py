@@ -13,7 +13,10 @@ Formats, chosen by file suffix:
 * ``.json`` -- the official HotpotQA format: a list of objects with ``_id``,
   ``question``, ``answer`` and ``context`` = ``[[title, [sentence, ...]], ...]``; other
   keys (``supporting_facts``, ``type``, ``level``) are ignored.  The context is rendered
-  as paragraphs ``"Title: sentence sentence ..."`` joined by blank lines.
+  as paragraphs ``"Title: sentence sentence ..."`` joined by blank lines (``context_style
+  = "plain"``), or as OpenEvolve's HotpotQA example renders it (``"openevolve"``, the
+  paper's LPO, issue 23, item 7): ``"Paragraph i (title):"``, a newline, the sentences
+  joined by single spaces, blank lines between paragraphs.
 
 Every problem with a file is a :class:`~basevolve.errors.TaskError` naming the file,
 the place (line, row or item) and the fix, because these files are written by hand.
@@ -36,6 +39,8 @@ from typing import Any
 from basevolve.errors import TaskError
 
 SUPPORTED_SUFFIXES = (".jsonl", ".csv", ".json")
+#: how a HotpotQA context is rendered (module docstring)
+CONTEXT_STYLES = ("plain", "openevolve")
 _REQUIRED = ("question", "answer")
 _HOTPOT_KEYS = ("_id", "question", "answer", "context")
 
@@ -50,16 +55,22 @@ class QAItem:
     context: str | None = None
 
 
-def load_qa(path: str | Path, *, limit: int | None = None) -> list[QAItem]:
+def load_qa(path: str | Path, *, limit: int | None = None,
+            context_style: str = "plain") -> list[QAItem]:
     """Read a QA file (``.jsonl``, ``.csv`` or HotpotQA ``.json``) into items.
 
     ``limit`` keeps the first ``limit`` items (the paper used the first 40); rows after
     them are not read or checked.  Ids default to the 0-based row number as a string.
+    ``context_style``: how HotpotQA's titled paragraphs are rendered (module docstring);
+    ``"openevolve"`` needs the HotpotQA ``.json`` format, whose paragraphs have titles.
     Raises :class:`TaskError` for a missing file, an unsupported suffix, invalid JSON,
     a row without a non-empty ``question``/``answer``, duplicate ids or an empty file.
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise TaskError(f"QA limit must be an integer >= 1 or None, got {limit!r}")
+    if context_style not in CONTEXT_STYLES:
+        raise TaskError(f"context_style must be one of {', '.join(CONTEXT_STYLES)}, got "
+                        f"{context_style!r}")
     file = Path(path)
     if not file.is_file():
         raise TaskError(
@@ -72,7 +83,15 @@ def load_qa(path: str | Path, *, limit: int | None = None) -> list[QAItem]:
             f"QA data file {file} has unsupported suffix {file.suffix!r}; "
             f"use one of: {', '.join(SUPPORTED_SUFFIXES)}"
         )
-    rows = {".jsonl": _jsonl_rows, ".csv": _csv_rows, ".json": _hotpot_rows}[suffix](file)
+    if context_style != "plain" and suffix != ".json":
+        raise TaskError(
+            f"context_style={context_style!r} renders HotpotQA's titled paragraphs, but QA "
+            f"data file {file} is {suffix}, whose contexts are used as written; pass the "
+            "HotpotQA .json file (e.g. hotpot_dev_distractor_v1.json) or drop context_style")
+    if suffix == ".json":
+        rows = _hotpot_rows(file, context_style)
+    else:
+        rows = {".jsonl": _jsonl_rows, ".csv": _csv_rows}[suffix](file)
     items: list[QAItem] = []
     seen: dict[str, str] = {}
     for index, (where, row) in enumerate(rows):
@@ -186,7 +205,8 @@ def _csv_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield f"line {reader.line_num}", row
 
 
-def _hotpot_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _hotpot_rows(file: Path, context_style: str = "plain"
+                 ) -> Iterator[tuple[str, Mapping[str, Any]]]:
     expected = (
         "expected the HotpotQA format: a JSON list of objects with keys "
         + ", ".join(map(repr, _HOTPOT_KEYS))
@@ -216,17 +236,20 @@ def _hotpot_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
             "id": entry["_id"],
             "question": entry["question"],
             "answer": entry["answer"],
-            "context": _render_hotpot_context(file, where, entry["context"]),
+            "context": _render_hotpot_context(file, where, entry["context"], context_style),
         }
         yield where, row
 
 
-def _render_hotpot_context(file: Path, where: str, context: Any) -> str:
+def _render_hotpot_context(file: Path, where: str, context: Any, style: str = "plain") -> str:
     """``[[title, [sentences]], ...]`` as ``"Title: s1 s2"`` paragraphs split by blank lines.
 
     HotpotQA sentences after the first usually carry their own leading space, so a
     sentence is appended as is when it starts with whitespace and after one space
     otherwise; that reproduces the original paragraph text in both cases.
+    ``style="openevolve"``: ``"Paragraph i (title):\n"`` and the sentences joined by one
+    space each, as OpenEvolve's HotpotQA example shows them (a sentence's own leading
+    space then gives two), the whole stripped.
     """
     paragraphs = []
     for pair in context if isinstance(context, list) else [None]:
@@ -242,11 +265,14 @@ def _render_hotpot_context(file: Path, where: str, context: Any) -> str:
                 f"expected a list of [title, [sentence, ...]] pairs"
             )
         title, sentences = pair
+        if style == "openevolve":
+            paragraphs.append(f"Paragraph {len(paragraphs) + 1} ({title}):\n" + " ".join(sentences))
+            continue
         body = ""
         for sentence in sentences:
             body += sentence if (not body or sentence[:1].isspace()) else " " + sentence
         paragraphs.append(f"{title}: {body.strip()}".rstrip())
-    return "\n\n".join(paragraphs)
+    return "\n\n".join(paragraphs).strip() if style == "openevolve" else "\n\n".join(paragraphs)
 
 
 def _make_item(file: Path, where: str, index: int, row: Mapping[str, Any]) -> QAItem:
@@ -286,6 +312,7 @@ def _why_absent(key: str, value: Any) -> str:
 
 
 __all__ = [
+    "CONTEXT_STYLES",
     "SUPPORTED_SUFFIXES",
     "QAItem",
     "dataset_digest",

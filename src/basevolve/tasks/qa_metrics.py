@@ -9,6 +9,11 @@ evaluation (normalise, then exact match or token F1 with the yes/no rule) so num
 comparable with the literature; this is a clean-room implementation written from that
 description.
 
+:func:`contains_match` is the rule of the paper's own LPO setup (OpenEvolve's HotpotQA
+example, issue 23, item 7): the whole reply, lower-cased and without trailing
+punctuation, must equal the gold answer or contain it.  It is lenient (a reply listing
+several candidates counts as right), which is why it is not the default.
+
 Everything here is a pure function on strings: no I/O, no state, never raises on odd
 text (only :func:`score_answer` raises, for an unknown metric name).
 """
@@ -74,7 +79,30 @@ def f1_score(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-METRICS: dict[str, Callable[[str, str], float]] = {"em": exact_match, "f1": f1_score}
+#: What OpenEvolve's HotpotQA rule strips from the end of a reply and of the gold answer.
+TRAILING_PUNCTUATION = ".,!?;:"
+
+
+def contains_match(reply: str, gold: str) -> float:
+    """1.0 if the reply equals or contains the gold answer, else 0.0 (OpenEvolve's
+    HotpotQA rule, the paper's LPO; module docstring).
+
+    Both sides are stripped of surrounding whitespace, lower-cased and stripped of
+    trailing ``.,!?;:``; the reply is the model's whole answer with its reasoning
+    (``<think>`` blocks, :func:`~basevolve.prompts.parse.strip_think`) removed -- a
+    thinking model's deliberation mentions every candidate, and is not its answer.  A
+    gold answer that is empty after stripping matches only an equally empty reply (the
+    empty string is "contained" in everything).
+    """
+    r = strip_think(reply or "").strip().lower().rstrip(TRAILING_PUNCTUATION)
+    g = (gold or "").strip().lower().rstrip(TRAILING_PUNCTUATION)
+    return 1.0 if r == g or (g and g in r) else 0.0
+
+
+#: name -> (prediction, gold) -> score.  ``em`` and ``f1`` compare the extracted answer
+#: (:func:`extract_answer`); ``contains`` takes the whole reply.
+METRICS: dict[str, Callable[[str, str], float]] = {"em": exact_match, "f1": f1_score,
+                                                    "contains": contains_match}
 
 
 def score_answer(prediction: str, gold: str, metric: str = "em") -> float:
@@ -148,6 +176,8 @@ def extract_answer(reply: str) -> str:
 
 __all__ = [
     "METRICS",
+    "TRAILING_PUNCTUATION",
+    "contains_match",
     "exact_match",
     "extract_answer",
     "f1_score",
