@@ -219,6 +219,30 @@ def test_sigkill_and_resume_give_the_same_run(pool, tmp_path):
         assert ref[part] == got[part], part
 
 
+def test_a_failed_call_is_asked_again_in_its_place(pool, tmp_path):
+    """Two calls the server refuses (400: not retried by the client, not counted) are
+    sent again with their own seeds; the run is the run without the failures."""
+    from basevolve.testing.faults import Fault
+
+    _run(pool, tmp_path / "ref.sqlite", jitter_seed=10, budget=32, max_in_flight=8)
+    with _server(11) as srv:
+        srv.inject(Fault.HTTP_400, times=2)
+        cfg = RunConfig(task=TASK, budget=32, model="test-model", params=1e9,
+                        base_url=srv.base_url, allocator="ucb", arms=4, seed=7, run_id="det",
+                        deterministic=True, max_in_flight=8)
+        s = start_run(cfg, tmp_path / "faults.sqlite", pool=pool)
+    assert s["calls_completed"] == 32
+    con = sqlite3.connect(tmp_path / "faults.sqlite")
+    failed = con.execute("SELECT count(*) FROM calls c JOIN calls f ON c.reissue_of = f.call_id "
+                         "WHERE f.status = 'failed' AND f.counted = 0 AND c.seed = f.seed "
+                         "AND c.status = 'ok'").fetchone()[0]
+    con.close()
+    assert failed == 2
+    ref, got = _logical(tmp_path / "ref.sqlite"), _logical(tmp_path / "faults.sqlite")
+    for part in ref:
+        assert ref[part] == got[part], part
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize(("kw", "words"), [
     ({"window": 30}, "applies to --deterministic runs only"),

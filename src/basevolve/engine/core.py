@@ -30,9 +30,10 @@ decision's number of eligible arms is stored (``allocations.n_eligible``) and su
 as ``decisions_with_choice``.
 
 When a call is decided, sent and told is :mod:`basevolve.engine.ordering`'s rule (issue
-23): an LLM slot is held until the reply arrives, a child awaiting evaluation holds one of
-a few evaluation places, results are told as they arrive -- or, with ``--deterministic``,
-in the order the calls were issued, every decision at the same logical point.
+23): an LLM slot is held until the reply arrives, the untold pulls are at most
+``max_in_flight`` + a few evaluation places, results are told as they arrive -- or, with
+``--deterministic``, in the order the calls were issued, every decision at the same
+logical point.
 
 Why no per-arm in-flight cap by default: the allocators already discount arms with pulls
 in flight (their pending-pull rules), so a cap would override the bandit's own choice;
