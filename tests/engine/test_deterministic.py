@@ -243,6 +243,22 @@ def test_a_failed_call_is_asked_again_in_its_place(pool, tmp_path):
         assert ref[part] == got[part], part
 
 
+def test_python_api_takes_deterministic(tmp_path):
+    """``basevolve.run(..., deterministic=True)``: the same run twice through the API."""
+    import basevolve
+
+    results = []
+    for js in (12, 13):
+        with _server(js) as srv:
+            r = basevolve.run(TASK, 24, allocator="ucb", arms=3, base_url=srv.base_url,
+                              model="test-model", params=1e9, store=tmp_path / f"{js}.sqlite",
+                              seed=7, run_id="api", progress=False, deterministic=True,
+                              window=30, max_in_flight=8)
+        assert r.summary["deterministic"] is True and r.summary["window"] == 30
+        results.append(dump(tmp_path / f"{js}.sqlite"))
+    assert results[0] == results[1]
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize(("kw", "words"), [
     ({"window": 30}, "applies to --deterministic runs only"),

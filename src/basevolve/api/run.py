@@ -303,7 +303,10 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             ``reward``, ``params``, ``count_failed_attempts``, ``feedback``, ...);
             ``params`` takes the forms ``--params`` takes (``8e9``, ``"8B"``, ``"700M"``);
             ``feedback="artifacts"`` shows each parent's evaluator feedback in the next
-            prompt (``--feedback artifacts``, docs/running.md).
+            prompt (``--feedback artifacts``, docs/running.md); ``deterministic=True``
+            tells results in the order the calls were issued, so a seeded server gives
+            the same run at any ``max_in_flight`` and across :func:`resume`
+            (``--deterministic``, docs/running.md).
 
     Returns:
         The finished run (:class:`RunResult`).
