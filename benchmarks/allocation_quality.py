@@ -1,9 +1,11 @@
 """Allocation-quality benchmark (issue 13): the paper's comparisons through the whole stack.
 
-Greedy at T in {1, ~sqrt(C), C}, BaSE (random, round_robin, ucb, exp3p, thompson; K = 10
-trajectories of greedy N = 1, one call per pull) and the island protocols (openevolve,
-codeevolve, shinkaevolve; each alone, one population, and under Thompson with K = 10
-populations: "openevolve+thompson", paper Table 1) run as one ``basevolve sweep``
+Greedy at T in {1, ~sqrt(C), C}, BaSE (random, round_robin, ucb, exp3p, thompson, and
+AdaEvolve's island rule as an allocator, adaptive_ucb; K = 10 trajectories of greedy N = 1,
+one call per pull) and the island protocols (openevolve, codeevolve, shinkaevolve,
+adaevolve; each alone, one population, and under Thompson with K = 10 populations:
+"openevolve+thompson", paper Table 1; adaevolve also under UCB and adaptive_ucb, the
+AdaEvolve block of the pairwise table, issue 26) run as one ``basevolve sweep``
 (docs/sweeps.md) through the real engine, sandbox, scorer and SQLite store against the
 simulated mutation LLM (``basevolve simulate-server``, :mod:`basevolve.testing.sim`,
 which answers each protocol in its own reply format).  The grid is written as a sweep
@@ -17,7 +19,9 @@ and P(fitness >= tau) for the paper's thresholds (Table 3: CP 0.95/0.99, MMD
 0.80/0.90/0.95, HT 0.50/0.70), and the paper's two-step decomposition (Section 5.3):
 the *pool effect* single trajectory (greedy T = C) -> BaSE random, and the *allocation
 effect* random -> each bandit; plus, per island protocol, the effect of running it under
-Thompson (protocol -> protocol+thompson).  Each effect is a difference of means with a
+Thompson (protocol -> protocol+thompson, and +ucb / +adaptive_ucb for adaevolve), the
+closest rival head to head ("rival": adaevolve and base adaptive_ucb -> base ucb / base
+thompson), and the paper's pairwise table (protocol alone vs BaSE over its trajectories).  Each effect is a difference of means with a
 95% CI from independent stratified bootstraps (``basevolve.analysis.stratified_bootstrap``).
 
     python benchmarks/allocation_quality.py --quick     # C = 128, 10 seeds, capability 1
@@ -53,8 +57,20 @@ from basevolve.testing.sim.grid import simulators
 TASKS = ("circle_packing", "min_max_distance", "heilbronn_triangle")
 THRESHOLDS = {"circle_packing": (0.95, 0.99), "min_max_distance": (0.80, 0.90, 0.95),
               "heilbronn_triangle": (0.50, 0.70)}
-BANDITS = ("random", "round_robin", "ucb", "exp3p", "thompson")
-PROTOCOLS = ("openevolve", "codeevolve", "shinkaevolve")
+BANDITS = ("random", "round_robin", "ucb", "exp3p", "thompson", "adaptive_ucb")
+PROTOCOLS = ("openevolve", "codeevolve", "shinkaevolve", "adaevolve")
+#: Protocols run under UCB and adaptive_ucb as well (Thompson runs for every protocol):
+#: the AdaEvolve block of the paper's pairwise table, protocol alone vs BaSE (issue 26).
+PAIRWISE = ("adaevolve",)
+PAIRWISE_EXTRA = ("ucb", "adaptive_ucb")
+#: The closest rival head to head: AdaEvolve alone, and its island rule as an allocator,
+#: against BaSE over greedy trajectories (issue 26).
+RIVALS = (("adaevolve", "base ucb"), ("adaevolve", "base thompson"),
+          ("base adaptive_ucb", "base ucb"), ("base adaptive_ucb", "base thompson"))
+#: Rows of the pairwise table: (row, allocator); the greedy column's BaSE rows are the
+#: "base ..." methods (K = 10 trajectories of greedy N = 1), its baseline greedy T = C.
+PAIRWISE_ROWS = (("Baseline", None), ("UCB", "ucb"), ("EXP3.P", "exp3p"),
+                 ("Thompson", "thompson"), ("adaptive_ucb", "adaptive_ucb"))
 ARMS = 10
 ENDPOINT_LIMIT = 16  # requests a simulator takes at once (the paper: vLLM, 16 in flight)
 SWEEP_NAME = "allocation-quality"
@@ -75,6 +91,8 @@ def methods(c: int, bandits: tuple[str, ...] = BANDITS,
     out += [(p, {"protocol": p}) for p in protocols]
     out += [(f"{p}+thompson", {"protocol": p, "allocator": "thompson", "arms": ARMS})
             for p in protocols]
+    out += [(f"{p}+{a}", {"protocol": p, "allocator": a, "arms": ARMS})
+            for p in protocols if p in PAIRWISE for a in PAIRWISE_EXTRA]
     return out
 
 
@@ -109,6 +127,10 @@ def sweep_data(specs: list[tuple[str, float]], urls: list[str], budgets: list[in
         grid.append({**servers, "budget": budgets, "protocol": list(protocols)})
         grid.append({**servers, "budget": budgets, "protocol": list(protocols),
                      "allocator": "thompson", "arms": ARMS})
+    if [p for p in protocols if p in PAIRWISE]:
+        grid.append({**servers, "budget": budgets, "arms": ARMS,
+                     "protocol": [p for p in protocols if p in PAIRWISE],
+                     "allocator": list(PAIRWISE_EXTRA)})
     return {"sweep": head,
             "endpoints": [{"base_url": u, "limit": ENDPOINT_LIMIT} for u in urls],
             "defaults": {"params": 8e9, "max_in_flight": 16, "seeds": seeds},
@@ -170,15 +192,45 @@ def report(df: pd.DataFrame, rng: np.random.Generator, bandits: tuple[str, ...] 
             steps.append(("pool", single, rand, f"greedy T={c} -> random"))
             steps += [("allocation", rand, f"base {b}", f"random -> {b:<11}") for b in bandits
                       if b != "random" and f"base {b}" in by]
-        steps += [("base", p, f"{p}+thompson", f"{p} -> {p}+thompson") for p in protocols
-                  if p in by and f"{p}+thompson" in by]
+        steps += [("base", p, f"{p}+{a}", f"{p} -> {p}+{a}") for p in protocols
+                  for a in ("thompson", *PAIRWISE_EXTRA) if p in by and f"{p}+{a}" in by]
+        steps += [("rival", a, b, f"{a} -> {b}") for a, b in RIVALS if a in by and b in by]
         for step, a, b, label in steps:
             eff, lo, hi = _diff_ci(by[a], by[b], rng)
             print(f"{step:<12} {label}: {eff:+.4f} [{lo:+.4f}, {hi:+.4f}]")
             out["decomposition"].append({"task": task, "capability": cap, "budget": int(c),
                                          "step": step, "from": a, "to": b, "effect": eff,
                                          "ci_low": lo, "ci_high": hi})
+        out.setdefault("pairwise", []).extend(
+            pairwise(by, int(c), protocols, rng, {"task": task, "capability": cap,
+                                                  "budget": int(c)}))
     return out
+
+
+def pairwise(by: dict[str, np.ndarray], c: int, protocols: tuple[str, ...],
+             rng: np.random.Generator, cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """The paper's pairwise table for one cell (its Table "Pairwise best-fitness
+    comparisons"): per column (greedy N = 1, each protocol) the protocol alone and BaSE
+    over K = 10 of its trajectories; printed as mean [95% CI], a blank where not run."""
+    cols = {"greedy N=1": {None: f"greedy T={c}", **{a: f"base {a}" for _, a in PAIRWISE_ROWS
+                                                     if a}}}
+    for p in protocols:
+        cols[p] = {None: p, **{a: f"{p}+{a}" for _, a in PAIRWISE_ROWS if a}}
+    rows: list[dict[str, Any]] = []
+    print(f"pairwise     {'':<13}" + "".join(f" {k:>23}" for k in cols))
+    for row, alloc in PAIRWISE_ROWS:
+        line = f"pairwise     {row:<13}"
+        for col, names in cols.items():
+            x = by.get(names[alloc])
+            if x is None:
+                line += f" {'':>23}"
+                continue
+            d = describe(x, rng)
+            line += f" {d['mean']:.4f} [{d['ci_low']:.3f},{d['ci_high']:.3f}]"
+            rows.append({**cell, "column": col, "row": row, "method": names[alloc],
+                         "mean": d["mean"], "ci_low": d["ci_low"], "ci_high": d["ci_high"]})
+        print(line)
+    return rows
 
 
 def simulator_cpu_ms(store: Path, n: int = 150) -> dict[str, float]:

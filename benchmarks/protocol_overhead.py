@@ -29,7 +29,6 @@ import numpy as np
 from basevolve.protocols import PROTOCOLS, Child, Proposal, Protocol
 from basevolve.tasks import load_task
 
-TEXT = ("judge", "meta_prompt", "summary")
 # the edited region: the "n = 26" line plus, after the first edit, six generated lines
 REGION = re.compile(r"^    n = 26\n(?:    # bench-start\n.*?    # bench-end\n)?", re.M | re.S)
 
@@ -39,6 +38,8 @@ def reply_for(p: Proposal, i: int, rng: np.random.Generator) -> str:
         return "NOVEL" if i % 2 else "NOT NOVEL"
     if p.purpose == "meta_prompt":
         return "no change"
+    if p.purpose == "paradigm":  # AdaEvolve: one readable idea
+        return '{"ideas": [{"idea": "try a lattice", "approach_type": "numpy"}]}'
     fmt = p.meta.get("format", "full")
     old = REGION.search(p.parent_code)
     ops = ("np.cos", "np.sin", "np.tanh", "np.exp", "np.sqrt", "np.log1p", "abs", "float")
@@ -56,7 +57,7 @@ def reply_for(p: Proposal, i: int, rng: np.random.Generator) -> str:
 def one_call(proto: Protocol, i: int, rng: np.random.Generator) -> None:
     p = proto.ask()
     text = reply_for(p, i, rng)
-    if p.purpose in TEXT:
+    if p.is_text:
         proto.tell_text(p, text)
         return
     proto.observe_reply(p, text)
@@ -71,6 +72,8 @@ def top_up(proto: Protocol, target: int, rng: np.random.Generator) -> int:
     """Insert distinct programs until ``target`` members exist (ShinkaEvolve's novelty
     filter rejects most synthetic edits, so calls alone grow its population slowly)."""
     pop = getattr(proto, "pop", None)
+    # (adaevolve is not topped up: its islands keep at most 20 programs each, so its
+    # per-call cost is bounded by that, not by the programs told)
     insert = getattr(proto, "insert", None) or getattr(proto, "place", None)
     if pop is None or insert is None:
         return 0
@@ -110,7 +113,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fill", type=int, default=1000)
     ap.add_argument("--calls", type=int, default=300)
-    ap.add_argument("--protocols", default="greedy,openevolve,codeevolve,shinkaevolve")
+    ap.add_argument("--protocols", default="greedy,openevolve,codeevolve,shinkaevolve,adaevolve")
     args = ap.parse_args()
     print(json.dumps({"loadavg_1min": os.getloadavg()[0], "cpus": os.cpu_count()}))
     for name in args.protocols.split(","):
