@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 from _sandbox_helpers import (
@@ -115,16 +116,22 @@ def test_etc_passwd_is_generated_not_the_hosts(pool: SandboxPool) -> None:
 def test_home_cwd_and_store_are_invisible(pool: SandboxPool, tmp_path) -> None:
     secret = tmp_path / "store.sqlite"
     secret.write_text("secret")
+    # the caller's working folder (tests run in a temporary one: tests/conftest.py) and
+    # the repository the caller runs from, both there on the host
+    here = Path.cwd() / "caller-file.txt"
+    here.write_text("x")
+    repo = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    assert repo.is_file()
     code = (
         "import os\n"
         "def main():\n"
-        f"    paths = [{str(secret)!r}, {os.getcwd()!r} + '/pyproject.toml', os.path.expanduser('~root') + '/.bashrc']\n"
+        f"    paths = [{str(secret)!r}, {str(here)!r}, {str(repo)!r}, os.path.expanduser('~root') + '/.bashrc']\n"
         "    return [os.path.exists(p) for p in paths], sorted(os.listdir('/'))\n"
     )
     r = _run(pool, code)
     assert r.status is ExecStatus.OK
     seen, top = r.value
-    assert seen == [False, False, False]
+    assert seen == [False, False, False, False]
     assert "home" not in top and "mnt" not in top and "var" not in top
 
 
