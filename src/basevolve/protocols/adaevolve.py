@@ -6,14 +6,11 @@ UCB rule, but among the islands of *one* population and over decayed, normalised
 improvements, and it adapts each island's exploration intensity.
 
 Population: ``num_islands`` islands (2), each an archive of at most ``population_size``
-(20) programs; the initial program is evaluated on island 0 and copied to the others.
-While the archive is full a newcomer competes with the most similar unprotected member
-(code distance = 1 - cosine of hashed character 3-grams, :mod:`.novelty`; AdaEvolve mixes
-token, structure and length distances) and enters only with a higher elite score
-``fitness_weight * fitness percentile + novelty_weight * novelty percentile`` (novelty =
-mean distance to the ``k_neighbors`` nearest); the top ``elite_ratio`` by elite score
-and the island's best are protected.  A rejected child is stored as usual but changes
-no signal (AdaEvolve updates its state only for programs it keeps).
+(20) programs (the initial program is evaluated on island 0 and copied to the others),
+admitted by the elite-score rule of :func:`.adaevolve_signals.admission` (code distance
+= 1 - cosine of hashed character 3-grams, :mod:`.novelty`; AdaEvolve mixes token,
+structure and length distances).  A rejected child is stored as usual but changes no
+signal (AdaEvolve updates its state only for programs it keeps).
 
 An *iteration* is one code call plus up to ``error_retries`` (2) retries:
 
@@ -51,12 +48,10 @@ retry, paradigm -- is one unit of C.  Prompts: :mod:`basevolve.prompts.adaevolve
 ``mode=diff`` (default, AdaEvolve's ``diff_based_generation``) accepts a complete
 program too, ``mode=full`` asks for one.
 
-Asynchronous like the other island protocols: several iterations may be in flight; an
-island's in-flight iterations count as provisional visits (as pending pulls do in the
-allocator).  With ``--max-in-flight 1`` the run is AdaEvolve's sequential loop.
-
-Defaults: skydiscover ``configs/adaevolve.yaml`` (keys in brackets in ``PARAMS``); the
-context ratio, elite ratio and k from its archive defaults.
+Asynchronous like the other island protocols: an island's in-flight iterations count as
+provisional visits (as pending pulls do in the allocator); with ``--max-in-flight 1`` the
+run is AdaEvolve's sequential loop.  Defaults: skydiscover ``configs/adaevolve.yaml``
+(keys in brackets in ``PARAMS``; context ratio, elite ratio and k: archive defaults).
 """
 
 from __future__ import annotations
@@ -76,7 +71,13 @@ from basevolve.prompts.adaevolve import (
     build_paradigm_messages,
     parse_paradigms,
 )
-from basevolve.protocols.adaevolve_signals import ISLAND_PRESETS, IslandSignal, ParadigmTracker
+from basevolve.protocols.adaevolve_signals import (
+    ISLAND_PRESETS,
+    IslandSignal,
+    ParadigmTracker,
+    admission,
+    knn_novelty,
+)
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
@@ -203,40 +204,18 @@ class AdaEvolveProtocol(IslandProtocol):
 
     def novelty(self, members: list[Member]) -> np.ndarray:
         """Mean distance of each member to its ``k_neighbors`` nearest on the island."""
-        if len(members) < 2:
-            return np.ones(len(members))
-        rows = self.vecs.rows[[m.uid for m in members]]
-        d = 1.0 - np.einsum("ik,jk->ij", rows, rows)
-        np.fill_diagonal(d, np.inf)
-        k = min(self.params["k_neighbors"], len(members) - 1)
-        return np.sort(d, axis=1)[:, :k].mean(axis=1)
+        return knn_novelty(self.vecs.rows[[m.uid for m in members]], self.params["k_neighbors"])
 
     def _admission(self, island: int, vec: np.ndarray, fitness: float) -> tuple[bool, int | None]:
         """(admitted, uid to evict) under AdaEvolve's archive rule (module docstring)."""
         members = self.pop.on_island(island)
-        n = len(members)
-        if n < self.params["population_size"]:
+        if len(members) < self.params["population_size"]:
             return True, None
-        fw, nw, ratio = self.weights[island]
-        fit = np.array([m.fitness for m in members])
-        order = sorted(range(n), key=lambda j: -fit[j])  # stable: older first on ties
-        rank = np.empty(n)
-        rank[order] = np.arange(n)
-        nov = self.novelty(members)
-        elite = fw * (1 - rank / max(n - 1, 1)) + nw * np.array([(nov < x).sum() / n for x in nov])
-        protected = set(sorted(range(n), key=lambda j: -elite[j])[: max(1, int(n * ratio))])
-        protected.add(int(np.argmax(fit)))
-        protected |= {j for j, m in enumerate(members) if m.uid == self.pop.best_uid}
-        free = [j for j in range(n) if j not in protected]
-        if not free:
-            return False, None
-        dist = self._distances([m.uid for m in members], vec)
-        cand = min(free, key=lambda j: dist[j])
-        k = min(self.params["k_neighbors"], n)
-        new_nov = float(np.sort(dist)[:k].mean())
-        new_fit = 1.0 if n == 1 else 1 - (fit > fitness).sum() / (n - 1)
-        new_elite = fw * new_fit + nw * (nov < new_nov).sum() / n
-        return (True, members[cand].uid) if new_elite > elite[cand] else (False, None)
+        ok, j = admission(self.vecs.rows[[m.uid for m in members]],
+                          np.array([m.fitness for m in members]), vec, fitness,
+                          weights=self.weights[island], k=self.params["k_neighbors"],
+                          protect={j for j, m in enumerate(members) if m.uid == self.pop.best_uid})
+        return ok, None if j is None else members[j].uid
 
     def offer(self, program_id: int | None, code: str, score: float, valid: bool, island: int,
              *, own: bool, parent_uid: int | None = None, error: str | None = None,

@@ -20,6 +20,9 @@ apart from :mod:`basevolve.protocols.adaevolve` so the protocol module stays sma
   islands use the run's own weights, named ``balanced``): (fitness weight, novelty
   weight, elite ratio), AdaEvolve's Pareto weight folded into the fitness weight as it
   does when no Pareto objectives are set.
+* :func:`admission` -- the rule of a full island archive: the newcomer competes with the
+  most similar unprotected member and enters only with a higher elite score
+  (:func:`knn_novelty` gives the novelty part).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from basevolve.allocators.adaptive_ucb import EPS, normalised_gain
 
@@ -162,3 +167,45 @@ class ParadigmTracker:
         return {"rate": self.rate, "window_filled": len(self.history),
                 "active_ideas": len(self.active), "uses": list(self.uses),
                 "tried": len(self.tried), "generated": self.generated}
+
+
+def knn_novelty(rows: np.ndarray, k: int) -> np.ndarray:
+    """Mean code distance (1 - cosine of the unit ``rows``) of each row to its ``k``
+    nearest other rows; 1 for a row alone."""
+    if len(rows) < 2:
+        return np.ones(len(rows))
+    d = 1.0 - np.einsum("ik,jk->ij", rows, rows)
+    np.fill_diagonal(d, np.inf)
+    return np.sort(d, axis=1)[:, : min(k, len(rows) - 1)].mean(axis=1)
+
+
+def admission(rows: np.ndarray, fitness: np.ndarray, vec: np.ndarray, new_fitness: float, *,
+              weights: tuple[float, float, float], k: int, protect: set[int]
+              ) -> tuple[bool, int | None]:
+    """(admitted, index of the member to evict) for a newcomer (vector ``vec``, fitness
+    ``new_fitness``) to a full archive of ``rows`` / ``fitness`` (island order, oldest
+    first).
+
+    Elite score = fitness weight * fitness percentile + novelty weight * novelty
+    percentile.  Protected: the top ``elite ratio`` by elite score, the best by fitness
+    and ``protect``.  The candidate is the unprotected member nearest to the newcomer;
+    the newcomer replaces it only with a strictly higher elite score.
+    """
+    n = len(rows)
+    fw, nw, ratio = weights
+    order = sorted(range(n), key=lambda j: -fitness[j])  # stable: older first on ties
+    rank = np.empty(n)
+    rank[order] = np.arange(n)
+    nov = knn_novelty(rows, k)
+    elite = fw * (1 - rank / max(n - 1, 1)) + nw * np.array([(nov < x).sum() / n for x in nov])
+    protected = set(sorted(range(n), key=lambda j: -elite[j])[: max(1, int(n * ratio))])
+    protected |= {int(np.argmax(fitness)), *protect}
+    free = [j for j in range(n) if j not in protected]
+    if not free:
+        return False, None
+    dist = 1.0 - np.einsum("ij,j->i", rows, vec)
+    cand = min(free, key=lambda j: dist[j])
+    new_nov = float(np.sort(dist)[: min(k, n)].mean())
+    new_fit = 1.0 if n == 1 else 1 - (fitness > new_fitness).sum() / (n - 1)
+    new_elite = fw * new_fit + nw * (nov < new_nov).sum() / n
+    return (True, cand) if new_elite > elite[cand] else (False, None)
