@@ -24,6 +24,9 @@ def test_models_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("NAME") and "Qwen/Qwen3-14B" in out
+    assert "MAX TOKENS" in out.splitlines()[0]  # per model (issue 23): Qwen3 thinks
+    assert "16000" in next(line for line in out.splitlines() if "Qwen/Qwen3-8B" in line)
+    assert "4096" in next(line for line in out.splitlines() if "Llama-3.1-8B" in line)
 
 
 def test_llm_check_json_against_the_test_server(capsys: pytest.CaptureFixture[str]) -> None:

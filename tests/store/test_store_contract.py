@@ -114,7 +114,8 @@ def test_call_finishes_once_and_pending_becomes_lost(tmp_path):
         store.finish_call(done, status="ok", counted=True, fields=fields, attempts=[])
     assert store.mark_lost("r") == [pending]
     totals = store.totals("r")
-    assert totals == {"calls_completed": 1, "calls_lost": 1, "prompt_tokens": 10,
+    assert totals == {"calls_completed": 1, "calls_lost": 1, "calls_truncated": 0,
+                      "prompt_tokens": 10,
                       "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9,
                       "flops_unmeasured": 0.0, "usage_impossible": 0,
                       "bandit_decisions": 0, "decisions_with_choice": None,

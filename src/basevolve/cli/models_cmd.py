@@ -69,7 +69,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([s.to_dict() for s in specs], indent=2))
         return 0
-    rows = [("NAME", "SERVED ID", "ACTIVE", "TOTAL", "CONTEXT", "BACKEND", "NOTE")]
+    default_cap = str(LLMSettings().max_tokens)
+    rows = [("NAME", "SERVED ID", "ACTIVE", "TOTAL", "CONTEXT", "MAX TOKENS", "BACKEND",
+             "NOTE")]
     rows += [
         (
             s.name,
@@ -77,6 +79,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             _fmt_params(s.active_params),
             _fmt_params(s.total_params),
             str(s.context_length),
+            str(s.max_tokens) if s.max_tokens else default_cap,  # issue 23: Qwen3 thinks
             s.backend,
             s.description,
         )

@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --deterministic: calls that may be decided and not yet told "
                         "(default: 24, or --max-in-flight + 8 if larger)")
     p.add_argument("--max-tokens", type=int,
-                   help=f"completion token cap per call (default: {LLMSettings().max_tokens})")
+                   help="completion token cap per call (default: the model's in `basevolve "
+                        f"models`, 16000 for the Qwen3 models, else {LLMSettings().max_tokens})")
     p.add_argument("--request-timeout", type=float, metavar="SECONDS",
                    help="seconds one HTTP request may wait for its reply before it is "
                         "abandoned and retried (default: "
@@ -190,6 +191,8 @@ def summary_table(s: dict[str, Any]) -> str:
         _budget_row(s),
         ("allocator / arms", f"{s['allocator']} / {s['arms']}"),
         ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
+        *([("replies cut at max_tokens", f"{s['calls_truncated']} of {s['calls_completed']} "
+            "(finish_reason = length; raise --max-tokens)")] if s.get("calls_truncated") else []),
         ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
         *([("scored by (trust)", s["trust"])] if s.get("trust") else []),

@@ -31,7 +31,7 @@ from basevolve.dashboard.db import ReadOnlyStore, columns
 
 CALLS = ("call_id", "call_index", "seq", "trajectory", "parent_id", "pending", "lost",
          "failed", "counted", "has_error", "flops", "prompt_tokens", "cached_tokens",
-         "completion_tokens", "attempts")
+         "completion_tokens", "attempts", "truncated")
 PROGRAMS = ("program_id", "call_id", "is_initial", "seq", "trajectory", "generation",
             "parent_id", "score", "valid", "has_error", "eval_flops", "eval_tokens")
 EVENTS = ("seq", "pull", "ask", "tell", "trajectory", "reward", "choice")
@@ -41,7 +41,7 @@ PROGRAM_FLOATS = frozenset({"call_id", "seq", "trajectory", "parent_id", "score"
                             "eval_flops", "eval_tokens"})
 EVENT_FLOATS = frozenset({"reward"})
 _BOOLS = frozenset({"pending", "lost", "failed", "counted", "has_error", "is_initial",
-                    "valid", "pull", "ask", "tell", "choice"})
+                    "valid", "pull", "ask", "tell", "choice", "truncated"})
 
 
 def _cols(rows: list[Any], names: tuple[str, ...], floats: frozenset[str]) -> dict[str, Any]:
@@ -104,7 +104,8 @@ class RunRows:
                    coalesce(c.error != '', 0), coalesce(c.flops, 0.0),
                    coalesce(c.prompt_tokens, 0), coalesce(c.cached_tokens, 0),
                    coalesce(c.completion_tokens, 0),
-                   (SELECT count(*) FROM attempts a WHERE a.call_id = c.call_id)
+                   (SELECT count(*) FROM attempts a WHERE a.call_id = c.call_id),
+                   coalesce(c.finish_reason = 'length', 0)
             FROM calls c WHERE c.run_id = ? AND c.call_index >= ?
             ORDER BY c.call_index""", (self.run_id, first))
         return _cols(rows, CALLS, CALL_FLOATS)

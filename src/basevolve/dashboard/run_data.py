@@ -225,6 +225,8 @@ def run_page(store: ReadOnlyStore, run_id: str,
         "calls_lost": int(calls["lost"].sum()),
         "calls_failed": int(calls["failed"].sum()),
         "retries": int(np.maximum(calls["attempts"] - 1, 0).sum()),
+        # replies cut at max_tokens (finish_reason "length"; issue 23, item 8)
+        "calls_truncated": int(calls["truncated"].sum()),
         "flops": float(calls["flops"].sum()),
         **{k: int(calls[k].sum()) for k in ("prompt_tokens", "cached_tokens",
                                             "completion_tokens")},

@@ -311,7 +311,7 @@ def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str
     computes them (lost calls charged what was reserved for them).
     """
     from basevolve.llm.flops import CHARGE_UNANSWERED
-    from basevolve.llm.settings import LLMSettings
+    from basevolve.llm.settings import default_max_tokens
 
     kind = cfg.budget_kind
     evals = bool(getattr(cfg, "count_eval_calls", False))
@@ -323,7 +323,7 @@ def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str
         done = totals["calls_completed"] + (totals["eval_calls"] if evals else 0)
         return out | {"budget_spent": done, "budget_left": cfg.budget - done}
     ledger = CostLedger(kind, cfg.budget_limit, float(active_params or 0.0),
-                        cfg.max_tokens or LLMSettings().max_tokens,
+                        cfg.max_tokens or default_max_tokens(cfg.model),
                         CHARGE_UNANSWERED[cfg.charge_unanswered], eval_worst=float(evals))
     run = (cfg.run_id,)
     ledger.restore(

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from basevolve.config import RunConfig
+from basevolve.config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_REQUEST_TIMEOUT_S, RunConfig
 from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
 from basevolve.engine.endpoints import load_model, probe_endpoint
@@ -29,7 +29,7 @@ from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
-from basevolve.llm.settings import LLMSettings
+from basevolve.llm.settings import LLMSettings, default_max_tokens
 from basevolve.store import RunStore
 
 Progress = Callable[[dict[str, Any]], None]
@@ -49,11 +49,21 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
     """
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
+    # --max-tokens, else the model's default in the catalog (Qwen3 thinks: issue 23)
+    max_tokens = cfg.max_tokens if cfg.max_tokens is not None else default_max_tokens(cfg.model)
+    timeouts = cfg.llm_timeouts()  # --request-timeout / --call-timeout
+    if cfg.base_url is not None:
+        # The default request timeout is 4,096 tokens at ~14 tokens/s; a larger cap (a
+        # thinking model's 16,000) gets the same rate, and a call three such attempts.
+        if cfg.request_timeout is None:
+            timeouts["attempt_timeout_s"] = max(
+                DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_REQUEST_TIMEOUT_S * max_tokens / 4096)
+        if cfg.call_timeout is None:
+            timeouts["call_deadline_s"] = max(DEFAULT_CALL_TIMEOUT_S,
+                                              3 * float(timeouts["attempt_timeout_s"]))
     s = LLMSettings(count_failed_attempts=cfg.count_failed_attempts,
-                    no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered],
-                    **cfg.llm_timeouts())  # --request-timeout / --call-timeout
-    if cfg.max_tokens is not None:
-        s = dataclasses.replace(s, max_tokens=cfg.max_tokens)
+                    no_usage=CHARGE_UNANSWERED[cfg.charge_unanswered], max_tokens=max_tokens,
+                    **timeouts)
     if cfg.count_failed_attempts or cfg.budget_kind != "calls":
         # cost budgets too: each attempt is its own reserved call (engine/budget.py)
         s = dataclasses.replace(s, max_retries=0)

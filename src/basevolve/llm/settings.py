@@ -101,4 +101,13 @@ class LLMSettings:
         return min(self.backoff_cap_s, self.backoff_base_s * (2.0**retry))
 
 
-__all__ = ["CallPolicy", "LLMSettings"]
+def default_max_tokens(model: str | None) -> int:
+    """The completion cap of a run without ``--max-tokens``: the catalog's default for
+    ``model`` (16,000 for the paper's thinking-mode Qwen3 models, issue 23, item 8),
+    else :attr:`LLMSettings.max_tokens`."""
+    from basevolve.llm.catalog import catalog_max_tokens
+
+    return catalog_max_tokens(model) or LLMSettings().max_tokens
+
+
+__all__ = ["CallPolicy", "LLMSettings", "default_max_tokens"]

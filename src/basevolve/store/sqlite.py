@@ -353,6 +353,7 @@ class RunStore:
         """
         r = self.db.execute(
             "SELECT sum(counted) completed, sum(status='lost') lost, "
+            "coalesce(sum(finish_reason='length'),0) cut, "
             "coalesce(sum(prompt_tokens),0) p, coalesce(sum(cached_tokens),0) c, "
             "coalesce(sum(completion_tokens),0) o FROM calls WHERE run_id=?", (run_id,)
         ).fetchone()
@@ -371,6 +372,8 @@ class RunStore:
             "AND substr(a.error, 1, ?) = ?",
             (run_id, len(IMPOSSIBLE_USAGE), IMPOSSIBLE_USAGE)).fetchone()[0]
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
+                # replies cut at max_tokens (finish_reason "length"; issue 23, item 8)
+                "calls_truncated": int(r["cut"]),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
                 "completion_tokens": int(r["o"]), "flops": float(flops),
                 "flops_unmeasured": float(unmeasured), "usage_impossible": int(impossible),

@@ -7,6 +7,11 @@ the 95% stratified-bootstrap CI of the mean (rliable protocol, via
 :func:`basevolve.analysis.stats.describe`) and P(fitness >= tau), the share of runs
 reaching each threshold of the config.  Fitness is the run's final best score
 including the initial program, as in :func:`basevolve.store.export.runs_table`.
+
+``truncated`` / ``replies``: of the finished runs' counted replies, how many were cut at
+``max_tokens`` (``finish_reason = "length"``, issue 23, item 8): a thinking model cut
+before its program is a score-0 child, so a cell's numbers are only as good as its cap;
+the table shows the share and a closing line says how to raise it.
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict
     labels = cell_labels(sweep.runs)
     by_cell: dict[Any, list[float]] = {}
     task_of: dict[Any, str] = {}
+    cut: dict[Any, list[int]] = {}  # cell -> [truncated, replies]
     for run in sweep.runs:
         task_of[run.cell] = run.template.config.task
         row = stored.get(run.run_id)
         if row and row["status"] == "finished" and row["best"] is not None:
             by_cell.setdefault(run.cell, []).append(float(row["best"]))
+            counts = cut.setdefault(run.cell, [0, 0])
+            counts[0] += int(row.get("truncated", 0))
+            counts[1] += int(row["calls"])
     rng = np.random.default_rng(seed)
     rows = []
     for cell, scores in by_cell.items():
@@ -42,6 +51,7 @@ def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict
             "cell": labels[cell], "task": task_of[cell], "n": d["n"], "mean": d["mean"],
             "iqm": d["iqm"], "ci_low": d["ci_low"], "ci_high": d["ci_high"],
             "p_reach": {f"{t:g}": float(np.mean(x >= t)) for t in taus},
+            "truncated": cut[cell][0], "replies": cut[cell][1],
         })
     return rows
 
@@ -52,7 +62,7 @@ def render_reliability(rows: list[dict[str, Any]], store_path: str) -> str:
     taus = sorted({t for r in rows for t in r["p_reach"]}, key=float)
     width = max(len(r["cell"]) for r in rows)
     head = f"{'cell':<{width}}  {'n':>3}  {'mean':>7}  {'IQM':>7}  {'95% CI':>17}"
-    head += "".join(f"  {'P>=' + t:>8}" for t in taus)
+    head += "".join(f"  {'P>=' + t:>8}" for t in taus) + f"  {'cut':>6}"
     lines = ["reliability per cell (a run is a draw: n runs, mean, IQM, bootstrap CI):",
              head]
     for r in rows:
@@ -61,7 +71,14 @@ def render_reliability(rows: list[dict[str, Any]], store_path: str) -> str:
                 f"{ci:>17}")
         line += "".join(f"  {r['p_reach'][t]:8.2f}" if t in r["p_reach"] else f"  {'-':>8}"
                         for t in taus)
+        replies, truncated = r.get("replies", 0), r.get("truncated", 0)
+        line += f"  {100 * truncated / replies:5.1f}%" if replies else f"  {'-':>6}"
         lines.append(line)
+    truncated = sum(r.get("truncated", 0) for r in rows)
+    if truncated:
+        replies = sum(r.get("replies", 0) for r in rows)
+        lines.append(f"cut: {truncated} of {replies} replies were cut at max_tokens "
+                     "(finish_reason = length); raise max_tokens for the cells that show it")
     lines.append("")
     lines.append(f"full tables and figures: basevolve report --store {store_path} --out report/")
     from basevolve.terminal import clean_lines  # cell labels hold model ids and task names

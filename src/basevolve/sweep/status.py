@@ -24,7 +24,8 @@ STATES = ("finished", "running", "interrupted", "failed", "pending")
 
 
 def read_state(store_path: str | Path, *, configs: bool = True) -> dict[str, dict[str, Any]]:
-    """Per stored run: status, error, config_json, counted calls, FLOPs, best score.
+    """Per stored run: status, error, config_json, counted calls, FLOPs, best score, and
+    ``truncated``: replies cut at max_tokens (``finish_reason = "length"``, issue 23).
 
     ``configs=False`` leaves ``config_json`` out (NULL): ``--status`` and the reliability
     table do not need it, and it is the largest field of a stored run.
@@ -43,9 +44,12 @@ def read_state(store_path: str | Path, *, configs: bool = True) -> dict[str, dic
             "SELECT run_id, status, error, "
             + ("config_json" if configs else "NULL AS config_json") + ", budget FROM runs")}
         for r in con.execute("SELECT run_id, coalesce(sum(counted),0) AS calls, "
-                             "coalesce(sum(flops),0) AS flops FROM calls GROUP BY run_id"):
+                             "coalesce(sum(flops),0) AS flops, "
+                             "coalesce(sum(finish_reason = 'length'),0) AS cut "
+                             "FROM calls GROUP BY run_id"):
             if r["run_id"] in runs:
-                runs[r["run_id"]].update(calls=int(r["calls"]), flops=float(r["flops"]))
+                runs[r["run_id"]].update(calls=int(r["calls"]), flops=float(r["flops"]),
+                                         truncated=int(r["cut"]))
         for r in con.execute("SELECT run_id, max(score) AS best FROM programs GROUP BY run_id"):
             if r["run_id"] in runs:
                 runs[r["run_id"]]["best"] = r["best"]
@@ -56,6 +60,7 @@ def read_state(store_path: str | Path, *, configs: bool = True) -> dict[str, dic
     for r in runs.values():
         r.setdefault("calls", 0)
         r.setdefault("flops", 0.0)
+        r.setdefault("truncated", 0)
         r.setdefault("best", None)
     return runs
 

@@ -54,6 +54,8 @@
       BV.costBudget(r.config) ? ["calls done", el("span", {id: "calls-done"}, `${int(t.calls_done)}`)]
         : ["calls done / C", el("span", {id: "calls-done"}, `${int(t.calls_done)} / ${int(r.budget)}`)],
       ["in flight / lost / failed / retries", `${t.calls_pending} / ${t.calls_lost} / ${t.calls_failed} / ${t.retries}`],
+      t.calls_truncated ? ["replies cut at max_tokens", el("span", {class: "cut", id: "calls-truncated"},
+        `${int(t.calls_truncated)} of ${int(t.calls_done)} (finish_reason = length: raise --max-tokens)`)] : null,
       ["best score (initial)", el("span", {id: "best-score"}, `${num(t.best_score)} (${num(t.initial_score)})`)],
       ["valid children", `${int(t.valid)} / ${int(t.children)} (${pct(t.valid, t.children)})`],
       ["effective FLOPs", sci(t.flops)],
