@@ -47,6 +47,12 @@ in its place with its own seed (not a new one), so a lost call's reply is the sa
 The price is head-of-line waiting: a slow reply holds back the tells after it, and after
 W - max_in_flight of them the decisions too (measured in benchmarks/README.md).
 
+What it relies on: a protocol's ``parse_reply`` depends only on the proposal, the reply
+and what the protocol knew when it asked (the engine parses a reply when it arrives, so
+that its child can be evaluated at once), and every state change happens in ``ask``,
+``tell`` or ``tell_text`` (``observe_reply`` only keeps the reply under its proposal).  Every built-in protocol keeps to this (ShinkaEvolve's novelty
+check reads the island snapshot taken at ask time; its judge is queued at tell time).
+
 What ``--deterministic`` cannot fix: a server whose reply to a seeded request varies,
 failed calls that are counted (``--count-failed-attempts``: the budget changes when they
 happen), and evaluation timeouts on a loaded machine.  A cost budget (FLOPs, tokens,
