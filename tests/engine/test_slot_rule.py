@@ -50,7 +50,7 @@ def test_reply_frees_the_slot_and_evaluations_are_bounded(pool, tmp_path):
                         base_url=srv.base_url, allocator="random", arms=4, seed=1,
                         max_in_flight=MIF, run_id="slots")
         s = start_run(cfg, store, pool=pool)
-        assert srv.peak_in_flight == MIF
+        assert 2 <= srv.peak_in_flight <= MIF  # calls overlapped, never beyond the slots
     assert s["calls_completed"] == 32 and s["children"] == 32
     places = 1 + EVAL_MARGIN
     untold = untold_at_decisions(store)
