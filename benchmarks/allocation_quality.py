@@ -27,7 +27,11 @@ thompson), and the paper's pairwise table (protocol alone vs BaSE over its traje
     python benchmarks/allocation_quality.py --quick     # C = 128, 10 seeds, capability 1
     python benchmarks/allocation_quality.py             # C in {128, 512}, capabilities 0.5, 1
     python benchmarks/allocation_quality.py --tasks min_max_distance --budgets 16 --seeds 1
+    python benchmarks/allocation_quality.py --quick --deterministic  # same tables every time
 
+``--deterministic`` runs every run of the sweep with ``deterministic = true`` (issue 23):
+results are told in issue order, and the simulator answers a request by its messages and
+seed, so two invocations print the same tables (benchmarks/README.md records one pair).
 The simulator is an instrument, not a claim about real LLMs: whatever ordering of
 methods comes out is reported as is.
 """
@@ -109,7 +113,7 @@ def model_name(cap: float) -> str:
 
 def sweep_data(specs: list[tuple[str, float]], urls: list[str], budgets: list[int], seeds: int,
                bandits: tuple[str, ...] = BANDITS, protocols: tuple[str, ...] = PROTOCOLS,
-               sandbox_workers: int | None = None) -> dict[str, Any]:
+               sandbox_workers: int | None = None, deterministic: bool = False) -> dict[str, Any]:
     """The grid as a sweep document (the TOML file's content): one endpoint per
     (task, capability) simulator, ``task``/``model``/``base_url`` advanced together."""
     head: dict[str, Any] = {"name": SWEEP_NAME,
@@ -133,7 +137,8 @@ def sweep_data(specs: list[tuple[str, float]], urls: list[str], budgets: list[in
                      "allocator": list(PAIRWISE_EXTRA)})
     return {"sweep": head,
             "endpoints": [{"base_url": u, "limit": ENDPOINT_LIMIT} for u in urls],
-            "defaults": {"params": 8e9, "max_in_flight": 16, "seeds": seeds},
+            "defaults": {"params": 8e9, "max_in_flight": 16, "seeds": seeds,
+                         **({"deterministic": True} if deterministic else {})},
             "grid": grid}
 
 
@@ -310,6 +315,9 @@ def main() -> int:
     ap.add_argument("--out", default=None,
                     help="keep the sweep file and store (allocation-quality.sqlite) here")
     ap.add_argument("--json", default=None, help="write the results as JSON to this file")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="every run told in issue order (deterministic = true in the sweep "
+                         "file): the same tables on every invocation")
     ap.add_argument("--bandits", default=",".join(BANDITS),
                     help="BaSE allocators over greedy, comma list (default: the paper's five; "
                          "any registered name, e.g. successive_halving,sw_ucb; empty to skip)")
@@ -328,7 +336,7 @@ def main() -> int:
         sweep_file, store = out_dir / f"{SWEEP_NAME}.toml", out_dir / f"{SWEEP_NAME}.sqlite"
         with simulators(specs) as urls:
             data = sweep_data(specs, urls, budgets, args.seeds, bandits, protocols,
-                              args.sandbox_workers)
+                              args.sandbox_workers, args.deterministic)
             sweep_file.write_text(to_toml(data), encoding="utf-8")
             sweep = load_sweep(sweep_file)
             calls = sum(r.config.budget for r in sweep.runs)

@@ -50,14 +50,15 @@ W - max_in_flight of them the decisions too (measured in benchmarks/README.md).
 What it relies on: a protocol's ``parse_reply`` depends only on the proposal, the reply
 and what the protocol knew when it asked (the engine parses a reply when it arrives, so
 that its child can be evaluated at once), and every state change happens in ``ask``,
-``tell`` or ``tell_text`` (``observe_reply`` only keeps the reply under its proposal).  Every built-in protocol keeps to this (ShinkaEvolve's novelty
-check reads the island snapshot taken at ask time; its judge is queued at tell time).
+``tell`` or ``tell_text`` (``observe_reply`` only keeps the reply under its proposal).
+Every built-in protocol keeps to this (ShinkaEvolve's novelty check reads the island
+snapshot taken at ask time; its judge is queued at tell time).
 
 What ``--deterministic`` cannot fix: a server whose reply to a seeded request varies,
 failed calls that are counted (``--count-failed-attempts``: the budget changes when they
 happen), and evaluation timeouts on a loaded machine.  A cost budget (FLOPs, tokens,
-``--count-eval-calls``) is settled by each reply's usage as it arrives, so it is refused
-with ``--deterministic`` (:meth:`basevolve.config.RunConfig._check_deterministic`).
+``--count-eval-calls``) is settled by each reply's usage as it arrives, so the run's
+config refuses it together with ``--deterministic``.
 """
 
 from __future__ import annotations
