@@ -115,12 +115,31 @@ def test_call_finishes_once_and_pending_becomes_lost(tmp_path):
     assert store.mark_lost("r") == [pending]
     totals = store.totals("r")
     assert totals == {"calls_completed": 1, "calls_lost": 1, "calls_truncated": 0,
+                      "calls_lost_charged": 0, "flops_lost": 0.0,
                       "prompt_tokens": 10,
                       "cached_tokens": 2, "completion_tokens": 5, "flops": 26e9,
                       "flops_unmeasured": 0.0, "usage_impossible": 0,
                       "bandit_decisions": 0, "decisions_with_choice": None,
                       # a program task makes no evaluation calls (issue 15)
                       "eval_calls": 0, "eval_cache_hits": 0, "eval_flops": 0.0, "eval_tokens": 0}
+
+
+def test_lost_calls_are_charged_what_the_rule_gives(tmp_path):
+    """mark_lost(charge=...) stores each lost call's charge (issue 24, item 3): part of
+    flops, of the unmeasured estimate, and counted as charged when > 0."""
+    store = _new(tmp_path / "s.sqlite")
+    a, b = _call(store, 0), _call(store, 1)
+    seen = []
+
+    def charge(row):
+        seen.append(row["call_id"])
+        return 7e9 if row["call_id"] == a else 0.0
+
+    assert store.mark_lost("r", charge) == [a, b] and seen == [a, b]
+    assert store.mark_lost("r", charge) == []  # only pending calls; a charge is kept
+    t = store.totals("r")
+    assert (t["calls_lost"], t["calls_lost_charged"], t["flops_lost"]) == (2, 1, 7e9)
+    assert t["flops"] == 7e9 and t["flops_unmeasured"] == 7e9
 
 
 def test_seq_counter_recovers_after_reopen(tmp_path):

@@ -96,6 +96,7 @@ SWEEP = """[[grid]]
 task = "min_max_distance"
 model = "test-model"
 params = 1e9
+base_url = "http://127.0.0.1:9/v1"
 budget = 4
 """
 

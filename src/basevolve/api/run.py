@@ -135,6 +135,13 @@ def _note_resumable(exc: BaseException, store: Path, run_id: str) -> None:
             return
         with RunStore(store, create=False) as st:
             row = st.get_run(run_id)
+            if row is not None and row["status"] != "finished":
+                from basevolve.engine.lost_calls import lost_words
+
+                policy = json.loads(row["config_json"]).get("charge_unanswered", "worst")
+                lost = lost_words(st.totals(run_id), policy)
+                if lost:  # the calls in flight, charged as documented (issue 24, item 3)
+                    exc.add_note(lost)
     except Exception:  # the note is a courtesy; never mask the real error
         return
     if row is not None and row["status"] != "finished":

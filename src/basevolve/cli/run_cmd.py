@@ -205,6 +205,10 @@ def summary_table(s: dict[str, Any]) -> str:
          f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
         ("effective FLOPs", f"{s['flops']:.4g}"),
         ("  of which unmeasured", f"{s.get('flops_unmeasured', 0.0):.4g}"),
+        *([("  of which lost calls", f"{s.get('flops_lost', 0.0):.4g} ("
+            f"{s.get('calls_lost_charged', 0)} of {s['calls_lost']} charged their worst case, "
+            f"--charge-unanswered {s.get('charge_unanswered', 'worst')})")]
+          if s.get("calls_lost") else []),
         *([("  attempts with impossible usage", str(s["usage_impossible"]))]
           if s.get("usage_impossible") else []),
         *_eval_rows(s),
@@ -351,13 +355,21 @@ def _interrupted(run_id: str, store: str) -> int:
     """
     from basevolve.store import RunStore
 
-    exists = False
+    exists, lost = False, None
     if Path(store).exists():
         try:
             with RunStore(store, create=False) as s:
-                exists = s.get_run(run_id) is not None
+                row = s.get_run(run_id)
+                exists = row is not None
+                if row is not None:  # calls in flight are charged as documented (issue 24)
+                    from basevolve.engine.lost_calls import lost_words
+
+                    policy = json.loads(row["config_json"]).get("charge_unanswered", "worst")
+                    lost = lost_words(s.totals(run_id), policy)
         except Exception:  # an interrupted first write must not hide the message
             exists = False
+    if lost:
+        print(f"basevolve: {lost}", file=sys.stderr)
     if exists:
         print(f"interrupted — continue with `basevolve run --resume {run_id} --store {store}`",
               file=sys.stderr)

@@ -140,9 +140,19 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
                  settings: LLMSettings, evaluator: Any, *, resume: bool,
                  progress: Progress | None) -> dict[str, Any]:
     """Run the engine inside the caller's event loop; the summary as computed from the store."""
+    from basevolve.engine.lost_calls import charge_lost_calls
+
     engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
                     settings=settings, progress=progress)
-    await engine.run(resume=resume)
+    # calls sent and never answered are charged per --charge-unanswered (issue 24, item 3):
+    # those a killed process left pending, and those in flight when this run stops
+    if resume:
+        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens)
+    try:
+        await engine.run(resume=resume)
+    except BaseException:
+        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens)
+        raise
     return build_summary(store, cfg, engine)
 
 

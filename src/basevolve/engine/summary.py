@@ -48,7 +48,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "breadth": cfg.breadth, "seed": cfg.seed, "max_in_flight": cfg.max_in_flight,
         "arm_in_flight": cfg.arm_in_flight, "protocol_params": cfg.protocol_params,
         "task_params": cfg.task_params, "count_eval_calls": cfg.count_eval_calls,
-        "feedback": cfg.feedback,
+        "feedback": cfg.feedback, "charge_unanswered": cfg.charge_unanswered,
         "deterministic": cfg.deterministic,
         "window": cfg.decision_window if cfg.deterministic else None,
         **totals,

@@ -8,10 +8,11 @@ and runtime settings), because loading costs seconds and ~2 GB of RAM.
 
 llama.cpp's server core batches requests across ``n_parallel`` slots; its blocking
 ``handle_chat_completions`` runs in daemon threads (see :func:`in_daemon_thread`) so
-several calls are in flight and Ctrl-C never waits for a generation to finish.
+several calls are in flight.  Requests are streamed, so a cancelled call (Ctrl-C, a
+timeout) stops its generation at its next token, and at exit every request is stopped
+and joined before the server is freed -- the order that cannot crash
+(:mod:`basevolve.llm.embedded_runtime`, issue 24, item 7).
 Calls beyond ``n_parallel`` wait for a slot before their timeout clock starts.
-A timed-out call cannot be aborted inside llama.cpp: its slot finishes in the
-background (bounded by ``max_tokens``) while the retry loop moves on.
 
 Usage is reported like the HTTP backend: llama.cpp returns an OpenAI ``usage`` with
 ``prompt_tokens_details.cached_tokens`` (prefix-cache hits of the slot); when that is
@@ -26,13 +27,11 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
-import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from basevolve.errors import ConfigError, LLMError
+from basevolve.errors import ConfigError
 from basevolve.llm.base import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TOP_P,
@@ -41,90 +40,16 @@ from basevolve.llm.base import (
     RetryingClient,
 )
 from basevolve.llm.catalog import ModelSpec
+from basevolve.llm.embedded_runtime import (
+    import_xllamacpp,
+    in_daemon_thread,
+    load_server,
+    stream_request,
+)
 from basevolve.llm.openai_backend import parse_chat_body
 from basevolve.llm.settings import LLMSettings
-from basevolve.llm.weights import WEIGHTS, model_path, part_paths
+from basevolve.llm.weights import WEIGHTS, part_paths
 from basevolve.records import AttemptStatus, Completion, Usage
-
-_LOCK = threading.Lock()
-_SERVERS: dict[tuple[str, int, int, int], Any] = {}
-
-
-def _import_xllamacpp() -> Any:
-    try:
-        import xllamacpp
-    except ImportError:
-        raise LLMError(
-            "the embedded model needs the xllamacpp runtime; install it with: "
-            "pip install 'basevolve[local]'"
-        ) from None
-    return xllamacpp
-
-
-async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run blocking ``fn(*args)`` in a fresh daemon thread and await its result.
-
-    Why not ``asyncio.to_thread``: a llama.cpp generation cannot be aborted, and the
-    default executor's threads are joined when ``asyncio.run`` ends and again at
-    interpreter exit, so Ctrl-C during a call would wait (minutes on a slow CPU) for the
-    reply nobody wants.  A daemon thread is abandoned instead; the run is already
-    stored and resumable (issue 12, item 8).
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def deliver(ok: bool, value: Any) -> None:
-        if not future.done():
-            (future.set_result if ok else future.set_exception)(value)
-
-    def work() -> None:
-        try:
-            result: Any = fn(*args)
-            ok = True
-        except BaseException as exc:
-            result, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(deliver, ok, result)
-        except RuntimeError:  # the loop is closed: nobody waits for this result
-            pass
-
-    threading.Thread(target=work, name="basevolve-llama", daemon=True).start()
-    return await future
-
-
-def _threads(settings: LLMSettings) -> int:
-    return settings.embedded_threads or max(1, os.cpu_count() or 1)
-
-
-def load_server(weights: str, settings: LLMSettings) -> Any:
-    """The process-wide xllamacpp server for ``weights`` (built on first use)."""
-    key = (weights, settings.embedded_n_ctx, settings.embedded_n_parallel, _threads(settings))
-    with _LOCK:
-        server = _SERVERS.get(key)
-        if server is not None:
-            return server
-        x = _import_xllamacpp()
-        path = model_path(weights)  # joins + verifies the parts once (LLMError if missing)
-        params = x.CommonParams()
-        params.model.path = str(path)
-        params.n_ctx = settings.embedded_n_ctx
-        params.n_parallel = settings.embedded_n_parallel
-        params.cpuparams.n_threads = key[3]
-        params.cpuparams_batch.n_threads = key[3]
-        params.warmup = False
-        # One KV pool shared by all slots: without it llama.cpp splits n_ctx evenly, and
-        # an evolution prompt (~1.4k tokens) plus a long reply overflows a 1/n slot.
-        params.kv_unified = True
-        try:
-            params.verbosity = -1  # quieten llama.cpp's stderr log
-        except (AttributeError, TypeError, ValueError):
-            pass
-        try:
-            server = x.Server(params)
-        except Exception as exc:
-            raise LLMError(f"could not load the embedded model from {path}: {exc}") from None
-        _SERVERS[key] = server
-        return server
 
 
 def parse_embedded_response(response: Any) -> Reply:
@@ -198,7 +123,7 @@ class EmbeddedClient(RetryingClient):
         # (cheap: imports the tiny part packages, reads no weights).
         part_paths(WEIGHTS.get(spec.weights))
         if importlib.util.find_spec("xllamacpp") is None:
-            _import_xllamacpp()
+            import_xllamacpp()
         self._slots: _Slots | None = None
         self._open: dict[str, _Batch] = {}
 
@@ -266,10 +191,10 @@ class EmbeddedClient(RetryingClient):
 
     async def _attempt_n(self, payload: dict[str, Any], timeout_s: float) -> list[Reply]:
         server = await in_daemon_thread(load_server, self._weights, self.settings)
-        request = dict(payload, stream=False)
+        request = dict(payload)
         request["chat_template_kwargs"] = {"enable_thinking": False}
-        try:
-            response = await in_daemon_thread(server.handle_chat_completions, request)
+        try:  # streamed, so a cancelled call stops at its next token (embedded_runtime)
+            response = await stream_request(server, request)
         except Exception as exc:  # the runtime's own failures are retryable attempts
             raise AttemptFailure(AttemptStatus.HTTP_ERROR, f"llama.cpp: {exc}") from None
         return parse_embedded_choices(response, int(payload.get("n", 1)),

@@ -17,8 +17,14 @@ stated :class:`NoUsagePolicy` (``basevolve run --charge-unanswered worst|none``)
   messages), else 0.
 * ``EXCLUDE`` (``none``): charge nothing (an optimistic lower bound).
 
+A call *lost* in flight (the run was interrupted or killed before it was answered) has
+no attempt to charge; it is charged by the same policy, its worst case being its
+prompt's upper bound plus ``max_tokens`` (:mod:`basevolve.engine.lost_calls`, issue
+24, item 3).
+
 Such charged-but-unmeasured FLOPs are reported separately (``flops_unmeasured`` in the
-run summary), so a reader sees how much of a total is an estimate.  An attempt whose
+run summary; lost calls also as ``flops_lost`` / ``calls_lost_charged``), so a reader
+sees how much of a total is an estimate.  An attempt whose
 usage was impossible (negative, absurd, fewer tokens than its bytes) counts as one that
 reported none (:mod:`basevolve.llm.usage`), and an answered attempt is never charged
 fewer completion tokens than its reply's bytes imply (``Attempt.reply_bytes``), under

@@ -14,7 +14,7 @@ import json
 import platform
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -245,13 +245,19 @@ class RunStore:
         """Record (at ``seq``) that a text reply (judge, meta prompt) went to its protocol."""
         self._tx([("UPDATE calls SET told_seq=? WHERE call_id=?", (seq, call_id))])
 
-    def mark_lost(self, run_id: str) -> list[int]:
-        """Turn the run's ``pending`` calls (in flight when a process died) into ``lost``."""
-        ids = [r[0] for r in self.query(
-            "SELECT call_id FROM calls WHERE run_id=? AND status='pending' ORDER BY seq", (run_id,))]
-        self._tx([("UPDATE calls SET status='lost', completed_at=? WHERE call_id=?",
-                   (time.time(), i)) for i in ids])
-        return ids
+    def mark_lost(self, run_id: str,
+                  charge: Callable[[Mapping[str, Any]], float] | None = None) -> list[int]:
+        """Turn the run's ``pending`` calls (in flight when the run stopped) into ``lost``.
+
+        ``charge(row)`` (row: ``call_id, messages_json, meta_json``) gives each one's
+        ``flops`` (:mod:`basevolve.engine.lost_calls`); without it ``flops`` stays NULL."""
+        rows = self.query("SELECT call_id, messages_json, meta_json FROM calls WHERE run_id=? "
+                          "AND status='pending' ORDER BY seq", (run_id,))
+        now = time.time()
+        self._tx([("UPDATE calls SET status='lost', completed_at=?, flops=? WHERE call_id=?",
+                   (now, None if charge is None else float(charge(r)), r["call_id"]))
+                  for r in rows])
+        return [r["call_id"] for r in rows]
 
     # -- programs -------------------------------------------------------------------
     def insert_program(self, run_id: str, *, code: str | None, score: float, valid: bool,
@@ -371,7 +377,14 @@ class RunStore:
             "SELECT count(*) FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=? "
             "AND substr(a.error, 1, ?) = ?",
             (run_id, len(IMPOSSIBLE_USAGE), IMPOSSIBLE_USAGE)).fetchone()[0]
+        # calls lost in flight, charged under --charge-unanswered (issue 24, item 3): part
+        # of flops, and an estimate like the charges above
+        lost = self.db.execute(
+            "SELECT coalesce(sum(flops), 0) f, coalesce(sum(flops > 0), 0) n FROM calls "
+            "WHERE run_id=? AND status='lost'", (run_id,)).fetchone()
+        unmeasured += float(lost["f"])
         return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
+                "calls_lost_charged": int(lost["n"]), "flops_lost": float(lost["f"]),
                 # replies cut at max_tokens (finish_reason "length"; issue 23, item 8)
                 "calls_truncated": int(r["cut"]),
                 "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
