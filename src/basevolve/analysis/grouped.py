@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from basevolve.analysis.stats import describe
+from basevolve.analysis.stats import cell_stats
 
 SUMMARY_KEYS: list[str] = ["task", "model", "budget", "method"]
 SUMMARY_COLUMNS: list[str] = [
@@ -40,12 +40,14 @@ SUMMARY_COLUMNS: list[str] = [
 ]
 
 
-def summary(runs: pd.DataFrame, rng: np.random.Generator, reps: int = 1000) -> pd.DataFrame:
-    """Summary rows (module doc); one bootstrap per configuration, seeded from ``rng``."""
+def summary(runs: pd.DataFrame, seed: int = 0, reps: int = 1000) -> pd.DataFrame:
+    """Summary rows (module doc); one bootstrap per configuration, seeded by ``seed`` and
+    the configuration's own scores (:func:`~basevolve.analysis.stats.cell_stats`: the
+    sweep summary and the dashboard give the same cell the same interval)."""
     rows = []
     for key, grp in runs.groupby(SUMMARY_KEYS, sort=True):
         first = grp.iloc[0]
-        stats = describe(grp["fitness"].to_numpy(float), rng, reps)
+        stats = cell_stats(grp["fitness"].to_numpy(float), seed, reps)
         rows.append(
             {
                 **dict(zip(SUMMARY_KEYS, key, strict=True)),

@@ -40,7 +40,7 @@ def _path(table: TableArg | None) -> Path | pd.DataFrame | None:
 
 
 def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
-          trajectories: TableArg | None, children: TableArg | None, resamples: int,
+          trajectories: TableArg | None, children: TableArg | None, resamples: int | None,
           shuffles: int, gate_shuffles: int, seed: int, ceiling: float,
           thresholds: Sequence[float] | None,
           budget_axis: str = "calls") -> tuple[Tables, AnalysisResult]:
@@ -55,19 +55,25 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
             raise ConfigError(f"--{name} must be {kind}, got {type(value).__name__}")
     for knob, count in (("resamples", resamples), ("shuffles", shuffles),
                         ("gate_shuffles", gate_shuffles), ("seed", seed)):
-        check_type(knob, count, int)
+        check_type(knob, count, int | None if knob == "resamples" else int)
     check_type("ceiling", ceiling, float)
-    cfg = AnalysisConfig(resamples=resamples, shuffles=shuffles, gate_shuffles=gate_shuffles,
-                         seed=seed, ceiling=ceiling, thresholds=_thresholds(thresholds))
+    cfg = AnalysisConfig(resamples=1000 if resamples is None else resamples, shuffles=shuffles,
+                         gate_shuffles=gate_shuffles, seed=seed, ceiling=ceiling,
+                         thresholds=_thresholds(thresholds))
     tables = load_tables(input=_path(runs), trajectories=_path(trajectories),
                          store=None if store is None else Path(store), children=_path(children),
                          budget_axis=budget_axis)
+    if store is not None:  # a sweep's runs: its own thresholds and resamples (issue 24)
+        from basevolve.analysis.sweep_settings import with_sweep_settings
+
+        cfg = with_sweep_settings(cfg, tables.runs, Path(store), thresholds=thresholds is None,
+                                  resamples=resamples is None)
     return tables, run_pipeline(tables, cfg)
 
 
 def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | None = None,
             trajectories: TableArg | None = None, children: TableArg | None = None,
-            resamples: int = 1000, shuffles: int = 10_000, gate_shuffles: int = 20_000,
+            resamples: int | None = None, shuffles: int = 10_000, gate_shuffles: int = 20_000,
             seed: int = 0, ceiling: float = 0.97,
             thresholds: Sequence[float] | None = None,
             budget_axis: str = "calls") -> AnalysisResult:
@@ -82,12 +88,15 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
         trajectories: Running best per call (``RunResult.trajectories()`` frames
             concatenated); read from the store when ``store`` is given.
         children: Every child's score (for the T = 1 histogram).
-        resamples: Bootstrap resamples (summary SE/CI, thresholds).
+        resamples: Bootstrap resamples (summary SE/CI, thresholds); default: the
+            sweep's own for a store of a sweep's runs (as it stored them), else 1000.
         shuffles: Permutation shuffles for the bilinear interaction c (Table 8).
         gate_shuffles: Permutation shuffles for the capability gate (Table 4).
         seed: Seed of every resampling.
         ceiling: Sub-ceiling cutoff for the bilinear fit (Eq. 2).
-        thresholds: Fitness thresholds tau for time to threshold (Table 3).
+        thresholds: Fitness thresholds tau for time to threshold (Table 3); default:
+            for a store of a sweep's runs, the sweep file's own thresholds per task,
+            else 0.5, 0.8, 0.9, 0.95, 0.99.
         budget_axis: ``"calls"`` (runs with a call budget C), or ``"flops"`` /
             ``"tokens"``: runs made with a FLOPs/token budget, compared at equal budgets
             (the depth-breadth tables are empty on those axes).
@@ -105,7 +114,8 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
 
 def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
            runs: TableArg | None = None, trajectories: TableArg | None = None,
-           children: TableArg | None = None, resamples: int = 1000, shuffles: int = 10_000,
+           children: TableArg | None = None, resamples: int | None = None,
+           shuffles: int = 10_000,
            gate_shuffles: int = 20_000, seed: int = 0, ceiling: float = 0.97,
            thresholds: Sequence[float] | None = None, pdf: bool = True,
            budget_axis: str = "calls") -> Path:

@@ -67,7 +67,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="children table (run_id, step, fitness) for the T=1 histogram",
     )
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--resamples", type=int, default=None,
+                   help="bootstrap resamples (default: the sweep's own, as it stored them, "
+                        "else 1000)")
     p.add_argument(
         "--shuffles",
         type=int,
@@ -95,7 +97,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         type=_thresholds,
         default=None,
         metavar="T1,T2",
-        help="fitness thresholds tau for Table 3 (default 0.5,0.8,0.9,0.95,0.99)",
+        help="fitness thresholds tau for Table 3 (default: for the runs of a sweep, the "
+             "sweep file's own thresholds, else 0.5,0.8,0.9,0.95,0.99)",
     )
 
 
@@ -144,13 +147,19 @@ def _load_and_analyze(args: argparse.Namespace):
     from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
 
     cfg = AnalysisConfig(
-        resamples=args.resamples,
+        resamples=1000 if args.resamples is None else args.resamples,
         shuffles=args.shuffles,
         gate_shuffles=args.gate_shuffles,
         seed=args.seed,
         ceiling=args.ceiling,
         thresholds=args.thresholds or DEFAULT_THRESHOLDS,
     )
+    if args.store:  # a sweep's runs: its own thresholds and resamples (issue 24, item 5)
+        from basevolve.analysis.sweep_settings import with_sweep_settings
+
+        cfg = with_sweep_settings(cfg, tables.runs, args.store,
+                                  thresholds=args.thresholds is None,
+                                  resamples=args.resamples is None)
     return tables, analyze(tables, cfg)
 
 

@@ -4,8 +4,11 @@ Statistics come from :mod:`basevolve.analysis` (no second implementation): cells
 envelope from :mod:`basevolve.analysis.envelope` (paper Section 4.1), mean / IQM /
 bootstrap CI from :func:`basevolve.analysis.stats.describe` (rliable protocol).  Like
 ``basevolve analyze``, only *finished* runs are fixed-budget samples; the others are
-counted and named, never averaged in.  The bootstrap is seeded, so a page shows the same
-numbers every time it is drawn.
+counted and named, never averaged in.  The bootstrap is seeded per cell
+(:func:`~basevolve.analysis.stats.cell_stats`), so a page shows the same numbers every
+time it is drawn and the same interval ``analyze`` and the sweep's summary give a cell;
+the reliability table uses each sweep's own thresholds and resamples as its runs stored
+them (:mod:`basevolve.analysis.sweep_settings`; issue 24, items 4-5).
 
 A sweep is whatever :func:`basevolve.dashboard.runs.sweep_sql` finds; the runs outside
 any sweep form a group of their own, and ``all`` covers the whole store, so a store of
@@ -22,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from basevolve.analysis.envelope import cells, envelope, sweep_runs
-from basevolve.analysis.stats import describe
+from basevolve.analysis.stats import cell_stats
+from basevolve.analysis.sweep_settings import KEY, parse_settings, union_thresholds
 from basevolve.analysis.tables import method_name
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.dashboard.runs import sweep_sql
@@ -34,9 +38,11 @@ BOOTSTRAP_REPS = 1000
 BOOTSTRAP_SEED = 0
 
 
-def parse_taus(text: str | None) -> tuple[float, ...]:
+def parse_taus(text: str | None) -> tuple[float, ...] | None:
+    """``?tau=`` as numbers; None when not given: each cell then shows the thresholds its
+    sweep file set (stored with its runs), else :data:`DEFAULT_TAUS` (issue 24, item 5)."""
     if not text:
-        return DEFAULT_TAUS
+        return None
     try:
         taus = tuple(float(t) for t in text.split(",") if t.strip())
     except ValueError:
@@ -57,10 +63,12 @@ def sweep_runs_frame(store: ReadOnlyStore, sweep: str) -> pd.DataFrame:
                (SELECT max(score) FROM programs p WHERE p.run_id = r.run_id) AS fitness,
                (SELECT coalesce(sum(flops), 0) FROM calls c WHERE c.run_id = r.run_id) AS flops,
                (SELECT count(*) FROM calls c WHERE c.run_id = r.run_id AND c.counted = 1)
-                   AS calls_done
+                   AS calls_done,
+               CASE WHEN instr(r.config_json, '"{KEY}"') > 0
+                    THEN json_extract(r.config_json, '$.{KEY}') END AS settings
         FROM runs r WHERE {where} ORDER BY r.created_at""", args)
     cols = ["run_id", "status", "task", "model", "protocol", "allocator", "arms", "budget",
-            "depth", "breadth", "seed", "fitness", "flops", "calls_done"]
+            "depth", "breadth", "seed", "fitness", "flops", "calls_done", "settings"]
     return pd.DataFrame([tuple(r) for r in rows], columns=cols)
 
 
@@ -103,14 +111,23 @@ def _envelope(greedy: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _reliability(done: pd.DataFrame, taus: Sequence[float]) -> list[dict[str, Any]]:
-    """Per configuration: n, mean, IQM, 95% bootstrap CI of the mean and P(fitness >= tau)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
+def _reliability(done: pd.DataFrame, taus: Sequence[float] | None
+                 ) -> tuple[list[dict[str, Any]], list[float]]:
+    """Per configuration: n, mean, IQM, 95% bootstrap CI of the mean and P(fitness >= tau).
+
+    The CI is :func:`~basevolve.analysis.stats.cell_stats`, seeded per cell, so a cell
+    shows the interval ``analyze`` and the sweep's summary give it (issue 24, item 4),
+    with its sweep's resamples.  ``taus`` None: each cell's sweep thresholds (item 5);
+    the returned list is their union, a cell's ``p_ge`` None where its sweep has no such
+    threshold."""
     rows = []
     keys = ["task", "model", "budget", "protocol", "allocator", "arms", "depth"]
     for key, g in done.groupby(keys, sort=True):
         x = g["fitness"].to_numpy(float)
-        stats = describe(x, rng, BOOTSTRAP_REPS)
+        settings = [parse_settings(t) for t in g["settings"] if t is not None]
+        reps = {s["resamples"] for s in settings if s and s["resamples"]}
+        stats = cell_stats(x, BOOTSTRAP_SEED, reps.pop() if len(reps) == 1 else BOOTSTRAP_REPS)
+        own = tuple(taus) if taus is not None else (union_thresholds(settings) or DEFAULT_TAUS)
         cfg = dict(zip(keys, key, strict=True))
         rows.append({
             **{k: (int(v) if isinstance(v, np.integer) else v) for k, v in cfg.items()},
@@ -118,21 +135,29 @@ def _reliability(done: pd.DataFrame, taus: Sequence[float]) -> list[dict[str, An
                                   int(cfg["arms"])),
             "n": stats["n"], "mean": stats["mean"], "iqm": stats["iqm"],
             "ci_low": stats["ci_low"], "ci_high": stats["ci_high"],
-            "p_ge": [float((x >= t).mean()) for t in taus],
-            "run_ids": g["run_id"].tolist()[:50]})
-    return rows
+            "taus": list(own), "run_ids": g["run_id"].tolist()[:50]})
+    shown = sorted({t for r in rows for t in r["taus"]}) if taus is None else list(taus)
+    for r, (_, g) in zip(rows, done.groupby(keys, sort=True), strict=True):
+        x = g["fitness"].to_numpy(float)
+        r["p_ge"] = [float((x >= t).mean()) if t in r["taus"] else None for t in shown]
+    return rows, shown
 
 
-def sweep_page(store: ReadOnlyStore, sweep: str, taus: Sequence[float]) -> dict[str, Any]:
+def sweep_page(store: ReadOnlyStore, sweep: str,
+               taus: Sequence[float] | None = None) -> dict[str, Any]:
+    """The sweep page's data; ``taus`` None: the sweep's own thresholds (see above)."""
     runs = sweep_runs_frame(store, sweep)
     if runs.empty:
-        return {"sweep": sweep, "runs": 0, "finished": 0, "unfinished": {}, "taus": list(taus),
+        return {"sweep": sweep, "runs": 0, "finished": 0, "unfinished": {},
+                "taus": list(DEFAULT_TAUS if taus is None else taus),
                 "heatmaps": [], "envelopes": [], "reliability": []}
     finished = runs["status"].eq("finished") & runs["fitness"].notna()
     done = runs[finished].astype({"fitness": float, "flops": float})
     unfinished = runs.loc[~finished, "status"].value_counts().to_dict()
     greedy = sweep_runs(done)
+    reliability, shown = _reliability(done, taus)
     return {"sweep": sweep, "runs": len(runs), "finished": int(finished.sum()),
             "unfinished": {str(k): int(v) for k, v in unfinished.items()},
-            "taus": list(taus), "heatmaps": _heatmaps(greedy), "envelopes": _envelope(greedy),
-            "reliability": _reliability(done, taus)}
+            "taus": shown or list(DEFAULT_TAUS if taus is None else taus),
+            "heatmaps": _heatmaps(greedy), "envelopes": _envelope(greedy),
+            "reliability": reliability}

@@ -98,6 +98,14 @@ class SweepConfig:
     def taus(self, task: str) -> tuple[float, ...]:
         return self.thresholds.get(task, self.thresholds.get("*", ()))
 
+    def run_labels(self, task: str) -> dict[str, Any]:
+        """What each run of this sweep stores next to its config (not run options): the
+        sweep's name (the dashboard groups by it) and the settings its statistics use --
+        the thresholds for the run's task and the bootstrap resamples -- so the dashboard
+        and ``analyze`` show this sweep as its own summary does (issue 24, item 5)."""
+        return {"sweep": self.name, "sweep_settings": {
+            "thresholds": list(self.taus(task)), "resamples": self.resamples}}
+
     @property
     def endpoints(self) -> list[str]:
         return sorted({t.endpoint for t in self.runs.templates})

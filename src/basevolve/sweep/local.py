@@ -95,7 +95,7 @@ async def drive_runs(sweep: SweepConfig, planned: list[PlannedRun], store: RunSt
             else:
                 summary = await start_run_async(run.config, store, task=task, client=client,
                                                 pool=pool, progress=progress.update,
-                                                labels={"sweep": sweep.name})
+                                                labels=sweep.run_labels(run.config.task))
         except BasevolveError as exc:
             outcomes[run.run_id] = {"status": "failed", "error": str(exc)}
             progress.failed(run.run_id, str(exc))

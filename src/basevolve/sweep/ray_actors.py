@@ -97,7 +97,7 @@ class NodeRunner:
         return self.pool
 
     async def run(self, cfg_dict: dict[str, Any], rank: int, limiter: Any, owner: int,
-                  sweep: str) -> dict[str, Any]:
+                  labels: dict[str, Any]) -> dict[str, Any]:
         """Start or resume one run in its scratch store; its rows when it is complete."""
         from basevolve.engine.runner import resume_run_async, start_run_async
         from basevolve.store import RunStore
@@ -112,7 +112,7 @@ class NodeRunner:
             row = store.get_run(cfg.run_id)
             kwargs = {"task": task, "client": client, "pool": pool, "progress": self._snap}
             if row is None:
-                await start_run_async(cfg, store, labels={"sweep": sweep}, **kwargs)
+                await start_run_async(cfg, store, labels=labels, **kwargs)
             elif row["status"] != "finished":
                 await resume_run_async(cfg.run_id, store, **kwargs)
             rows: dict[str, Any] = export_run(store, cfg.run_id)

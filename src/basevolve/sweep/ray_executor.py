@@ -208,7 +208,7 @@ def run_ray(sweep: SweepConfig, planned: list[PlannedRun], store_path: str | Pat
                 runner = fleet.runners[i]
                 ref = runner.run.remote(  # type: ignore[union-attr]
                     p.run.config.to_dict(), p.rank, fleet.limiters[ep], fleet.owners[i],
-                    sweep.name)
+                    sweep.run_labels(p.run.config.task))
                 active[ref] = (p, i, runner)
                 progress.started_run(p.run.run_id)
 

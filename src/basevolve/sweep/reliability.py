@@ -4,8 +4,9 @@ The paper's message (Sections 5-6, Appendix "Distribution"): a run is a draw, so
 configuration is described by the distribution of its runs' final fitness, not by its
 best run.  Per cell (the run config without the seed): n finished runs, mean, IQM,
 the 95% stratified-bootstrap CI of the mean (rliable protocol, via
-:func:`basevolve.analysis.stats.describe`) and P(fitness >= tau), the share of runs
-reaching each threshold of the config.  Fitness is the run's final best score
+:func:`basevolve.analysis.stats.cell_stats`: seeded per cell, so ``analyze`` and the
+dashboard give a cell the same interval) and P(fitness >= tau), the share of runs
+reaching each threshold the sweep file sets (also shown by ``sweep --status``).  Fitness is the run's final best score
 including the initial program, as in :func:`basevolve.store.export.runs_table`.
 
 ``truncated`` / ``replies``: of the finished runs' counted replies, how many were cut at
@@ -20,15 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from basevolve.analysis.stats import describe
+from basevolve.analysis.stats import cell_stats
 from basevolve.sweep.config import SweepConfig
 from basevolve.sweep.progress import cell_labels
 from basevolve.sweep.status import read_state
 
 
-def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per cell with at least one finished run (cells in file order)."""
-    stored = read_state(store_path, configs=False)
+def reliability(sweep: SweepConfig, store_path: str, seed: int = 0,
+                stored: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One row per cell with at least one finished run (cells in file order).
+
+    The CI is :func:`~basevolve.analysis.stats.cell_stats`, seeded per cell: the cell's
+    interval in ``analyze`` and on the dashboard (issue 24, item 4).  ``stored``: the
+    store's state when the caller has read it (``sweep --status``)."""
+    stored = read_state(store_path, configs=False) if stored is None else stored
     labels = cell_labels(sweep.runs)
     by_cell: dict[Any, list[float]] = {}
     task_of: dict[Any, str] = {}
@@ -41,11 +47,10 @@ def reliability(sweep: SweepConfig, store_path: str, seed: int = 0) -> list[dict
             counts = cut.setdefault(run.cell, [0, 0])
             counts[0] += int(row.get("truncated", 0))
             counts[1] += int(row["calls"])
-    rng = np.random.default_rng(seed)
     rows = []
     for cell, scores in by_cell.items():
         x = np.asarray(scores)
-        d = describe(x, rng, reps=sweep.resamples)
+        d = cell_stats(x, seed, reps=sweep.resamples)
         taus = sweep.taus(task_of[cell])
         rows.append({
             "cell": labels[cell], "task": task_of[cell], "n": d["n"], "mean": d["mean"],

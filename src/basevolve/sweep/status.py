@@ -96,12 +96,16 @@ def sweep_status(sweep: SweepConfig, store_path: str | Path, *,
         cell[state] += 1
         if best is not None and (cell["best"] is None or best > cell["best"]):
             cell["best"] = best
+    from basevolve.sweep.reliability import reliability  # it reads this module's state
+
     return {
         "sweep": sweep.name, "store": str(store_path), "runs_total": len(sweep.runs),
         "runs": counts, "calls": int(calls),
         "calls_total": sweep.runs.total_budget(), "flops": flops,
         "complete": counts["finished"] == len(sweep.runs),
         "cells": list(cells.values()), "run_list": runs,
+        # the end-of-sweep summary so far: this sweep's thresholds, per-cell CIs (issue 24)
+        "reliability": reliability(sweep, str(store_path), stored=stored),
     }
 
 
@@ -139,6 +143,10 @@ def render_status(doc: dict[str, Any]) -> str:
     failed = [x for x in doc["run_list"] if x["status"] == "failed"]
     for x in failed[:10]:
         lines.append(f"failed: {clean(x['run_id'])}: {clean(x['error'])}")
+    if doc.get("reliability"):  # with the sweep file's thresholds, as its summary shows
+        from basevolve.sweep.reliability import render_reliability
+
+        lines += ["", render_reliability(doc["reliability"], doc["store"])]
     if not doc["complete"]:
         lines.append("")
         lines.append("rerun the same `basevolve sweep` command to finish the rest "
