@@ -44,6 +44,7 @@ _LOCK = threading.Lock()
 _SERVERS: dict[tuple[str, int, int, int], Any] = {}
 _ACTIVE: set[threading.Thread] = set()  # threads inside llama.cpp (generations, loads)
 _ACTIVE_LOCK = threading.Lock()
+_PID = os.getpid()  # the process whose servers these are (see shutdown)
 _SHUTDOWN = threading.Event()  # set once by shutdown(): every stream stops at its next token
 #: Prompt tokens llama.cpp reads per step (its ``n_batch``).  With ``return_progress``
 #: every step sends a progress chunk, so a stop takes effect within one step even while a
@@ -268,6 +269,8 @@ def shutdown(timeout_s: float = JOIN_TIMEOUT_S, *, notify: bool = True) -> bool:
     Idempotent; runs at exit.  A second Ctrl-C meanwhile is ignored: interrupting the
     join would bring back the crash it prevents.
     """
+    if os.getpid() != _PID:  # a forked child inherits the servers, not their threads:
+        return True            # freeing them there would join threads it does not have
     _SHUTDOWN.set()
     with _ACTIVE_LOCK:
         waiting = list(_ACTIVE)
