@@ -186,7 +186,7 @@ def answer_setup(task: Any, cfg: Any, run_client: Any, *, probe: bool = True,
 
     a = task.answer_settings()
     model, base_url = a.get("model"), a.get("base_url")
-    params = parse_params(a["params"]) if a.get("params") else None
+    params = parse_params(a["params"], "--task-param answer_params") if a.get("params") else None
     if model is None and base_url is None:
         return AnswerSetup(run_client, False)
     if base_url is None:

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from basevolve.errors import ConfigError, TaskError
+from basevolve.errors import TaskError
 from basevolve.params import Param, parse_params
 from basevolve.tasks.base import TASKS
 from basevolve.tasks.qa_data import QAItem, dataset_digest, has_context, load_qa, load_sample
@@ -164,10 +164,8 @@ class PromptOptimization(TextTask):
         if values["answer_params"]:
             from basevolve.llm.catalog import parse_params as parse_count
 
-            try:
-                parse_count(values["answer_params"])
-            except ValueError as exc:
-                raise ConfigError(f"--task-param answer_params: {exc}") from None
+            # named as given (issue 24, item 2): "--task-param answer_params must be ..."
+            parse_count(values["answer_params"], "--task-param answer_params")
         self.items = self._load(values["dataset"], values["limit"], values["context_style"])
         self.with_context = has_context(self.items)
         self.metric = str(values["metric"])
