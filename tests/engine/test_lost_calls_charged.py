@@ -43,19 +43,38 @@ def _calls(store: Path) -> list[dict]:
         con.close()
 
 
-def _stop_with_calls_in_flight(tmp_path: Path, url: str, sig: int, *extra: str) -> tuple[int, str]:
+def _wait_until_two_sent(store: Path, proc: subprocess.Popen, err_path: Path,
+                         srv: LLMTestServer) -> None:
+    """Until the store holds 2 pending calls and the server holds both requests (it
+    keeps each reply 30 s): two calls sent and not answered."""
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
+        try:
+            con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+            try:
+                pending = con.execute("SELECT count(*) FROM calls WHERE status='pending'"
+                                      ).fetchone()[0]
+            finally:
+                con.close()
+        except sqlite3.Error:  # not created yet
+            pending = 0
+        if pending >= 2 and srv.in_flight >= 2:
+            return
+        time.sleep(0.05)
+
+
+def _stop_with_calls_in_flight(tmp_path: Path, srv: LLMTestServer, sig: int,
+                              *extra: str) -> tuple[int, str]:
     store, err_path = tmp_path / "s.sqlite", tmp_path / "err.txt"
     cmd = [sys.executable, "-m", "basevolve", "run", "--task", "min_max_distance", "--budget",
-           "4", "--depth", "2", "--base-url", url, "--params", str(P), "--max-tokens",
+           "4", "--depth", "2", "--base-url", srv.base_url, "--params", str(P), "--max-tokens",
            str(MAX_TOKENS), "--store", str(store), "--run-id", "cut", "--out",
            str(tmp_path / "o"), *extra]
     with err_path.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=ENV)
         try:
-            deadline = time.monotonic() + 120
-            while "in flight 2" not in err_path.read_text():  # both calls of generation 1
-                assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
-                time.sleep(0.05)
+            _wait_until_two_sent(store, proc, err_path, srv)  # generation 1's calls
             proc.send_signal(sig)
             proc.wait(timeout=60)
         finally:
@@ -75,7 +94,7 @@ def _cli_json(*argv: str) -> dict | list:
 def test_sigint_charges_the_calls_in_flight_their_worst_case(tmp_path, sigint_handled):
     store = tmp_path / "s.sqlite"
     with LLMTestServer(latency_s=30.0) as srv:
-        code, err = _stop_with_calls_in_flight(tmp_path, srv.base_url, signal.SIGINT)
+        code, err = _stop_with_calls_in_flight(tmp_path, srv, signal.SIGINT)
         assert code == 130, err
         lost = [c for c in _calls(store) if c["status"] == "lost"]
         assert len(lost) == 2 and not [c for c in _calls(store) if c["status"] == "pending"]
@@ -105,7 +124,7 @@ def test_sigint_charges_the_calls_in_flight_their_worst_case(tmp_path, sigint_ha
 def test_sigkill_leaves_pending_calls_that_resume_charges(tmp_path):
     store = tmp_path / "s.sqlite"
     with LLMTestServer(latency_s=30.0) as srv:
-        code, _ = _stop_with_calls_in_flight(tmp_path, srv.base_url, signal.SIGKILL)
+        code, _ = _stop_with_calls_in_flight(tmp_path, srv, signal.SIGKILL)
         assert code == -signal.SIGKILL
         assert [c["status"] for c in _calls(store)] == ["pending", "pending"]
         srv.latency_s = 0.0
@@ -120,7 +139,7 @@ def test_sigkill_leaves_pending_calls_that_resume_charges(tmp_path):
 def test_charge_unanswered_none_charges_nothing(tmp_path, sigint_handled):
     store = tmp_path / "s.sqlite"
     with LLMTestServer(latency_s=30.0) as srv:
-        code, err = _stop_with_calls_in_flight(tmp_path, srv.base_url, signal.SIGINT,
+        code, err = _stop_with_calls_in_flight(tmp_path, srv, signal.SIGINT,
                                                "--charge-unanswered", "none")
     assert code == 130, err
     assert "2 call(s) lost in flight, charged 0 FLOPs (--charge-unanswered none)" in err
@@ -143,10 +162,7 @@ def test_a_flops_budget_stays_exact_with_the_charges(tmp_path, sigint_handled):
         err_path = tmp_path / "err.txt"
         with err_path.open("w") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-            deadline = time.monotonic() + 120
-            while "in flight 2" not in err_path.read_text():
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.05)
+            _wait_until_two_sent(store, proc, err_path, srv)
             proc.send_signal(signal.SIGINT)
             assert proc.wait(timeout=60) == 130
         lost = [c for c in _calls(store) if c["status"] == "lost"]
