@@ -60,10 +60,28 @@ def _base(pool, tmp_path: Path, allocator: str, **kw) -> tuple[dict, list[int]]:
 def test_bandits_concentrate_on_the_best_trajectory(pool, tmp_path, allocator):
     """UCB1 and the paper's (undiscounted) Thompson sampling; the discounted default
     ``thompson`` forgets too fast to reach 3x here even when sequential (issue 9 note,
-    ``benchmarks/base_concurrency.py``)."""
-    s, per_arm = _base(pool, tmp_path, allocator)
+    ``benchmarks/base_concurrency.py``).
+
+    Run with ``--deterministic`` (issue 23, part 2): 16 calls are still in flight, but the
+    results are told in issue order, so the allocation is a function of the seed and not
+    of the machine's load.  In arrival order a loaded CI box once gave plain Thompson's arm
+    0 only 44 calls against a median arm of 28 (1.6x) where a quiet box gives 9-23x; the
+    arrival-order run is checked below with bounds that hold under load."""
+    s, per_arm = _base(pool, tmp_path, allocator, deterministic=True)
     assert s["best_arm"] == 0
     assert per_arm[0] >= 3 * np.median(per_arm), per_arm
+    assert s["decisions_with_choice"] >= 0.9
+
+
+@pytest.mark.parametrize("allocator", ["ucb", "thompson_plain"])
+def test_bandits_choose_in_arrival_order(pool, tmp_path, allocator):
+    """The default arrival order: every decision still has a choice while 16 calls are in
+    flight, and the best arm gets more than the median arm.  (The strength of the
+    concentration depends on when replies arrive; it is measured in
+    ``benchmarks/base_concurrency.py``, not asserted here.)"""
+    s, per_arm = _base(pool, tmp_path, allocator)
+    assert s["best_arm"] == 0
+    assert per_arm[0] > np.median(per_arm), per_arm
     assert s["decisions_with_choice"] >= 0.9
 
 
