@@ -5,6 +5,10 @@ behaves like the ones in the paper -- anchoring on algorithmic families, broad c
 fitness, broken replies -- but answers in milliseconds on a CPU (issue 13).  The model
 is documented in :mod:`basevolve.testing.sim.model`.  Prints the base URL on its first
 line, then serves until interrupted; point ``basevolve run --base-url URL`` at it.
+
+``--model NAME=CAPABILITY[:PARAMS[:DECODE_TPS]]`` (repeatable; issue 25, part 4) serves
+several named models of different capability and assumed size on the one port; each
+request's ``model`` picks one (:mod:`basevolve.testing.sim.router`).
 """
 
 from __future__ import annotations
@@ -26,9 +30,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--task", required=True,
                    help="circle_packing, min_max_distance or heilbronn_triangle")
-    p.add_argument("--capability", type=float, default=1.0,
+    p.add_argument("--capability", type=float, default=None,
                    help="scales how often the good families are written (1 = default, "
                         "0.5 = a weak model, 2 = a strong one)")
+    p.add_argument("--model", action="append", default=None, dest="models",
+                   metavar="NAME=CAPABILITY[:PARAMS[:DECODE_TPS]]",
+                   help="serve a named model (repeatable, e.g. --model weak=0.5:1.7e9 "
+                        "--model strong=2:14.8e9); each request's 'model' picks one. PARAMS "
+                        "(the assumed size) is listed by GET /models as basevolve_params; "
+                        "DECODE_TPS replaces --decode-tps for that model under --latency "
+                        "tokens. Replaces --capability")
     p.add_argument("--broken-rate", type=float, default=0.08,
                    help="fraction of replies that are broken (prose, syntax error, wrong "
                         "entry function); default 0.08")
@@ -60,23 +71,48 @@ def _latency(args: argparse.Namespace) -> tuple[float, Any]:
     return seconds, None
 
 
+def _models(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``--model`` specs by name, or None for the single-model server."""
+    from basevolve.testing.sim.served import parse_model_spec
+
+    if args.models is None:
+        return None
+    if args.capability is not None:
+        raise ConfigError("--capability and --model do not go together: give each --model "
+                          "its capability (NAME=CAPABILITY)")
+    out: dict[str, Any] = {}
+    for text in args.models:
+        name, spec = parse_model_spec(text)
+        if name in out:
+            raise ConfigError(f"--model {name!r} is given twice; each served model needs "
+                              "its own name")
+        if spec.decode_tps is not None and args.latency != "tokens":
+            raise ConfigError(f"--model {text!r} sets a decode rate, which only applies "
+                              "with --latency tokens; add it or drop the rate")
+        out[name] = spec
+    return out
+
+
 def cmd_simulate_server(args: argparse.Namespace) -> int:
     from basevolve.testing.sim import simulated_server
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
+    models = _models(args)
     latency_s, model = _latency(args)
     try:
         srv = simulated_server(args.task, capability=args.capability,
                                broken_rate=args.broken_rate, latency_s=latency_s,
-                               latency_model=model, port=args.port)
+                               latency_model=model, port=args.port, models=models)
     except OSError as exc:
         raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
                           "pick another --port or 0") from None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(srv.base_url, flush=True)
-    print(f"simulated {args.task} LLM (capability {args.capability}); Ctrl-C to stop",
-          file=sys.stderr, flush=True)
+    served = (f"capability {1.0 if args.capability is None else args.capability}"
+              if models is None else
+              "models " + ", ".join(f"{n} (capability {m.capability})" for n, m in models.items()))
+    print(f"simulated {args.task} LLM ({served}); Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         srv.serve_forever()
     except (KeyboardInterrupt, SystemExit):

@@ -1,7 +1,8 @@
 """The simulated mutation LLM: from a prompt to a reply (issue 13, part 1).
 
 One reply, given the request's seed (everything is drawn from
-``np.random.default_rng([seed, capability])``, so a request repeats exactly):
+``np.random.default_rng([seed, capability])``, so a request repeats exactly; a named
+model of a multi-model server adds its name to the key, ``SimulatedLLM.stream_key``):
 
 1. **Read the request** from the prompt, as a real model would see it
    (:mod:`basevolve.testing.sim.request`): the reply format asked for (OpenEvolve's full
@@ -54,6 +55,8 @@ generations).  They were set from those facts, not from any benchmark outcome.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,14 +103,19 @@ class Reply:
 
 
 class SimulatedLLM:
-    """The reply model for one task; callable as the test server's ``replies``."""
+    """The reply model for one task; callable as the test server's ``replies``.
+
+    ``stream``: the name of a served model (:mod:`basevolve.testing.sim.served`); its
+    replies are drawn from ``[seed, capability, hash(name)]``, so each named model has
+    its own stream.  None (one model per server) keeps ``[seed, capability]``.
+    """
 
     def __init__(self, task: str, *, capability: float = 1.0, broken_rate: float = 0.08,
-                 judge_novel_rate: float = JUDGE_NOVEL_RATE) -> None:
+                 judge_novel_rate: float = JUDGE_NOVEL_RATE, stream: str | None = None) -> None:
         if task not in MODELS:
             raise ConfigError(
                 f"--task {task!r} has no simulator; choose one of {', '.join(sorted(MODELS))}")
-        if not capability > 0:
+        if not (capability > 0 and math.isfinite(capability)):
             raise ConfigError(f"--capability must be > 0 (1 = default model), got {capability}")
         if not 0 <= broken_rate < 1:
             raise ConfigError(f"--broken-rate must be in [0, 1), got {broken_rate}")
@@ -117,6 +125,13 @@ class SimulatedLLM:
         self.capability = float(capability)
         self.broken_rate = float(broken_rate)
         self.judge_novel_rate = float(judge_novel_rate)
+        self.stream = stream
+        self.stream_key = [round(self.capability * 1_000_000)]
+        if stream is not None:
+            # A named model (issue 25, part 4) draws from its own stream: two models of
+            # equal capability served side by side are two models, not one stream.
+            digest = hashlib.sha256(stream.encode("utf-8")).digest()
+            self.stream_key.append(int.from_bytes(digest[:8], "big"))
 
     # ------------------------------------------------------------------ reading
     def read_parent(self, body: dict[str, Any]) -> tuple[str, float]:
@@ -195,7 +210,7 @@ class SimulatedLLM:
         seed = int(seed) if isinstance(seed, int) and seed >= 0 else index
         # The capability is part of the stream: two models sampled with the same seed
         # write unrelated replies (a shared stream made their runs near-identical).
-        rng = np.random.default_rng([seed, round(self.capability * 1_000_000)])
+        rng = np.random.default_rng([seed, *self.stream_key])
         req = read_request(body)
         if req.kind == "judge":
             return Reply(F.judge_reply(bool(rng.random() < self.judge_novel_rate)), None, None,
