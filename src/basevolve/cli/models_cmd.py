@@ -24,8 +24,10 @@ CHECK_PROMPT = "Reply with exactly one word: ready"
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "models", help="list the model catalog",
-        description="List the models basevolve knows: served id and the active parameter "
-        "count FLOPs are charged with. Other served models need --params.",
+        description="List the models basevolve knows: served id, the active parameter "
+        "count FLOPs are charged with, and the price in USD per million prompt, cached and "
+        "completion tokens where one is known ('-': unpriced). Other served models need "
+        "--params.",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_models)
@@ -70,8 +72,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps([s.to_dict() for s in specs], indent=2))
         return 0
     default_cap = str(LLMSettings().max_tokens)
-    rows = [("NAME", "SERVED ID", "ACTIVE", "TOTAL", "CONTEXT", "MAX TOKENS", "BACKEND",
-             "NOTE")]
+    rows = [("NAME", "SERVED ID", "ACTIVE", "TOTAL", "CONTEXT", "MAX TOKENS",
+             "PRICE $/M", "BACKEND", "NOTE")]
     rows += [
         (
             s.name,
@@ -80,6 +82,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             _fmt_params(s.total_params),
             str(s.context_length),
             str(s.max_tokens) if s.max_tokens else default_cap,  # issue 23: Qwen3 thinks
+            "-" if s.price is None else str(s.price),  # issue 25: prompt/cached/completion
             s.backend,
             s.description,
         )

