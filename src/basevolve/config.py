@@ -96,7 +96,8 @@ def cost_call_cap(breadth: int) -> int:
 
 
 def budget_fields(budget: int | None, budget_flops: float | None, budget_tokens: float | None,
-                  depth: int | None, breadth: int | None) -> dict[str, Any]:
+                  depth: int | None, breadth: int | None,
+                  budget_usd: float | None = None) -> dict[str, Any]:
     """``budget``/``depth``/``budget_flops``/``budget_tokens`` for :class:`RunConfig` from
     what a user gave (CLI and :func:`basevolve.run` share it, so both refuse alike).
 
@@ -105,12 +106,14 @@ def budget_fields(budget: int | None, budget_flops: float | None, budget_tokens:
     (default 1) sets the generation size.
     """
     given = [n for n, v in (("--budget", budget), ("--budget-flops", budget_flops),
-                            ("--budget-tokens", budget_tokens)) if v is not None]
+                            ("--budget-tokens", budget_tokens), ("--budget-usd", budget_usd))
+             if v is not None]
     if len(given) > 1:
         raise ConfigError(f"give one budget, not {' and '.join(given)}: --budget C (LLM "
-                          "calls), --budget-flops X or --budget-tokens X")
+                          "calls), --budget-flops X, --budget-tokens X or --budget-usd X")
     if not given:
-        raise ConfigError("missing --budget (LLM calls; or --budget-flops / --budget-tokens)")
+        raise ConfigError("missing --budget (LLM calls; or --budget-flops / --budget-tokens / "
+                          "--budget-usd)")
     if budget is not None:
         return {"budget": budget, "depth": depth_from_breadth(budget, depth, breadth)}
     if depth is not None:
@@ -124,6 +127,8 @@ def budget_fields(budget: int | None, budget_flops: float | None, budget_tokens:
         if float(budget_tokens) != int(budget_tokens):
             raise ConfigError(f"--budget-tokens must be a whole number, got {budget_tokens!r}")
         return {"budget": cap, "depth": cap // n, "budget_tokens": int(budget_tokens)}
+    if budget_usd is not None:
+        return {"budget": cap, "depth": cap // n, "budget_usd": float(budget_usd)}
     return {"budget": cap, "depth": cap // n, "budget_flops": float(budget_flops)}  # type: ignore[arg-type]
 
 
@@ -192,12 +197,17 @@ class RunConfig:
     arm_in_flight: int | None = None
     budget_flops: float | None = None  # --budget-flops: the run's budget in effective FLOPs
     budget_tokens: int | None = None  # --budget-tokens: ... in tokens (prompt + completion)
+    budget_usd: float | None = None  # --budget-usd: ... in US dollars (priced models, issue 25)
     horizon: int | None = None  # bandit decisions to plan for (cost budgets; see bandit_horizon)
     task_params: dict[str, Any] = field(default_factory=dict)  # --task-param (task.PARAMS)
     count_eval_calls: bool = False  # charge a text task's answering calls to the budget
     feedback: str = "none"  # --feedback: evaluator feedback in prompts (FEEDBACK_MODES)
     deterministic: bool = False  # --deterministic: tell in issue order (engine/ordering.py)
     window: int | None = None  # --window: calls decided and not yet told (deterministic)
+    # several models (issue 25; llm/ensemble.py, engine/models.py): empty = the one model
+    models: tuple[dict[str, Any], ...] = ()  # --model NAME,key=value (repeated)
+    model_allocator: str | None = None  # --model-allocator: a bandit over models (None: weights)
+    model_reward: str = "improvement"  # --model-reward (engine/models.py MODEL_REWARDS)
 
     def __post_init__(self) -> None:
         self._check_cost_budget()
@@ -260,6 +270,7 @@ class RunConfig:
                 f"--arm-in-flight must be an integer >= 1 (calls per trajectory in flight), "
                 f"got {self.arm_in_flight!r}")
         self._check_deterministic()
+        self._check_models()
         from basevolve.protocols import PROTOCOLS  # late: protocols import tasks, not config
 
         params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)
@@ -273,6 +284,33 @@ class RunConfig:
         check_run_id(self.run_id)
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
+
+    def _check_models(self) -> None:
+        """``--model`` given several times (issue 25; :func:`~basevolve.llm.ensemble.
+        check_run_models`): stored as a tuple of plain dicts, the first model the run's
+        ``model``, so code that knows one model sees the primary one."""
+        from basevolve.llm.ensemble import check_run_models
+
+        object.__setattr__(self, "models", check_run_models(
+            self.models, self.model, self.model_allocator, self.model_reward))
+        if self.models:  # the first model's own endpoint and size are the run's
+            first = self.models[0]
+            for key in ("base_url", "params"):
+                mine, its = getattr(self, key), first.get(key)
+                if its is not None and mine is not None and its != mine:
+                    raise ConfigError(f"--{key.replace('_', '-')} {mine!r} and --model "
+                                      f"{first['name']},{key}={its!r} disagree; give one")
+                if its is not None:
+                    object.__setattr__(self, key, its)
+
+    def model_entries(self) -> tuple[Any, ...]:
+        """The run's models as :class:`~basevolve.llm.ensemble.ModelEntry` (one for a
+        single-model run: ``model``/``base_url``/``params``)."""
+        from basevolve.llm.ensemble import ModelEntry, parse_models
+
+        if not self.models:
+            return (ModelEntry(self.model, self.base_url, self.params),)
+        return parse_models(self.models)
 
     def _check_deterministic(self) -> None:
         """``--deterministic`` / ``--window`` (issue 23, part 2; engine/ordering.py)."""
@@ -331,10 +369,14 @@ class RunConfig:
         return {k: float(v) for k, v in out.items() if v is not None}
 
     def _check_cost_budget(self) -> None:
-        if self.budget_flops is not None and self.budget_tokens is not None:
-            raise ConfigError("give one budget: --budget C, --budget-flops X or --budget-tokens X")
+        given = [v for v in (self.budget_flops, self.budget_tokens, self.budget_usd)
+                 if v is not None]
+        if len(given) > 1:
+            raise ConfigError("give one budget: --budget C, --budget-flops X, --budget-tokens X "
+                              "or --budget-usd X")
         for name, value in (("--budget-flops", self.budget_flops),
-                            ("--budget-tokens", self.budget_tokens)):
+                            ("--budget-tokens", self.budget_tokens),
+                            ("--budget-usd", self.budget_usd)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not 0 < value < float("inf")):
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
@@ -353,6 +395,8 @@ class RunConfig:
         """``calls`` (the paper's C), ``flops`` or ``tokens`` (:mod:`basevolve.engine.budget`)."""
         if self.budget_flops is not None:
             return "flops"
+        if self.budget_usd is not None:
+            return "usd"
         return "tokens" if self.budget_tokens is not None else "calls"
 
     @property
@@ -360,6 +404,8 @@ class RunConfig:
         """The budget in its own unit: C, FLOPs or tokens."""
         if self.budget_flops is not None:
             return float(self.budget_flops)
+        if self.budget_usd is not None:
+            return float(self.budget_usd)
         return float(self.budget_tokens if self.budget_tokens is not None else self.budget)
 
     @property

@@ -161,6 +161,15 @@ def _start(task: TaskSpec, budget: int, depth: int | None, breadth: int | None, 
     name, task_obj = resolve_task(task)
     if model is not None and not isinstance(model, str):
         raise ConfigError(f"model must be a model name (str) or None, got {model!r}")
+    if options.get("models"):  # several models (issue 25): the first is the run's model
+        from basevolve.llm.ensemble import parse_models
+
+        if isinstance(options["models"], str) or not isinstance(options["models"], list | tuple):
+            raise ConfigError("models must be a list of models (\"NAME,key=value\" strings or "
+                              f"dicts with a name), got {options['models']!r}")
+        entries = parse_models(options["models"])
+        options = {**options, "models": tuple(e.to_dict() for e in entries)}
+        model = entries[0].name if model is None else model
     cfg = build_config(name, budget, depth, breadth, allocator=allocator, arms=arms,
                        protocol=protocol, model=model or "embedded", base_url=base_url,
                        seed=seed, run_id=run_id, **options)
@@ -313,7 +322,10 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             prompt (``--feedback artifacts``, docs/running.md); ``deterministic=True``
             tells results in the order the calls were issued, so a seeded server gives
             the same run at any ``max_in_flight`` and across :func:`resume`
-            (``--deterministic``, docs/running.md).
+            (``--deterministic``, docs/running.md); ``models=["weak,params=1.7e9",
+            "strong,base_url=URL,weight=0.2"]`` (or dicts with the same keys) runs
+            several models, ``model_allocator="ucb"`` chooses each call's model with a
+            bandit (``--model`` repeated, docs/models.md).
 
     Returns:
         The finished run (:class:`RunResult`).

@@ -43,11 +43,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget-tokens", type=_amount("--budget-tokens"), metavar="X",
                    help="instead of --budget: tokens to spend (prompt + completion), e.g. "
                         "200k")
+    p.add_argument("--budget-usd", type=_amount("--budget-usd"), metavar="X",
+                   help="instead of --budget: US dollars to spend at the models' prices "
+                        "(catalog, or --model NAME,price=P/C/O); never exceeded")
     p.add_argument("--depth", type=int, help="T: generations; N = C/T (default: T = C, N = 1)")
     p.add_argument("--breadth", type=int,
                    help="N: children per generation, an alternative to --depth (T = C/N)")
-    p.add_argument("--model", help="catalog name or served id (default: embedded; with "
-                                   "--base-url: the one model the server lists)")
+    p.add_argument("--model", action="append", metavar="NAME[,key=value...]",
+                   help="catalog name or served id (default: embedded; with --base-url: the "
+                        "one model the server lists).  Repeat it for several models in one "
+                        "run, each NAME,base_url=URL,params=P,max_in_flight=N,weight=W,"
+                        "role=judge+meta_prompt,price=P/C/O (docs/models.md)")
+    p.add_argument("--model-allocator", metavar="NAME",
+                   help="with several --model: a bandit that chooses each call's model "
+                        "(ucb, thompson, exp3p, ...; default: fixed weights)")
+    p.add_argument("--model-reward", default="improvement",
+                   choices=("improvement", "improvement_per_flop", "improvement_per_token"),
+                   help="the model bandit's reward (default: improvement)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--params", type=_params_arg,
                    help="active parameters of the model, for FLOPs, e.g. 8e9 or 8B")
@@ -151,7 +163,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
     if args.task is None:
         raise ConfigError("missing --task (or use --resume RUN_ID)")
     budget = budget_fields(args.budget, args.budget_flops, args.budget_tokens, args.depth,
-                           args.breadth)
+                           args.breadth, args.budget_usd)
+    models, model = model_args(args.model)
     import dataclasses
 
     from basevolve.config import generate_run_id
@@ -160,7 +173,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
 
     task = resolve_task_spec(args.task)  # a task file is stored by its absolute path
     cfg = RunConfig(  # validates the numbers before the task is imported or a server asked
-        task=task, **budget, model=args.model or "embedded",
+        task=task, **budget, model=model or "embedded", models=models,
+        model_allocator=args.model_allocator, model_reward=args.model_reward,
         base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         request_timeout=args.request_timeout, call_timeout=args.call_timeout,
@@ -178,10 +192,23 @@ def _config(args: argparse.Namespace) -> RunConfig:
         changes["run_id"] = generate_run_id(load_task(task, cfg.task_params).name)
     from basevolve.engine.endpoints import run_model  # the API resolves it the same way
 
-    model = run_model(args.model, args.base_url, args.params)
+    model = run_model(model, args.base_url, args.params)
     if model != cfg.model:
         changes["model"] = model
     return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+def model_args(given: list[str] | None) -> tuple[tuple[str, ...], str | None]:
+    """``--model`` as given: one bare name is the single-model run of old (no ``models``);
+    several, or one with ``key=value`` options, are the run's models (issue 25), the
+    first of which is the run's ``model``."""
+    if not given:
+        return (), None
+    if len(given) == 1 and "," not in given[0]:
+        return (), given[0]
+    from basevolve.llm.ensemble import parse_model
+
+    return tuple(given), parse_model(given[0]).name
 
 
 def summary_table(s: dict[str, Any]) -> str:
@@ -212,6 +239,7 @@ def summary_table(s: dict[str, Any]) -> str:
         *([("  attempts with impossible usage", str(s["usage_impossible"]))]
           if s.get("usage_impossible") else []),
         *_eval_rows(s),
+        *_model_rows(s),
         ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
         ("store", s["store"]),
     ]
@@ -231,17 +259,37 @@ def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             ("evaluation FLOPs / tokens", f"{s['eval_flops']:.4g} / {s['eval_tokens']}")]
 
 
+def _model_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Calls, tokens, FLOPs, dollars and improvements per model (issue 25), and spend."""
+    models = s.get("models") or []
+    rows = []
+    if len(models) > 1:
+        how = s.get("model_allocator") or "fixed weights"
+        rows.append(("models chosen by", how + (f" (reward {s['model_reward']})"
+                                                 if s.get("model_reward") else "")))
+        for m in models:
+            usd = "" if m["cost_usd"] is None else f", ${m['cost_usd']:.4g}"
+            rows.append((f"  {m['model']}", f"{m['calls']} calls, "
+                         f"{m['prompt_tokens'] + m['completion_tokens']} tokens, "
+                         f"{m['flops']:.4g} FLOPs{usd}, {m['improvements']} improvements"))
+    if s.get("cost_usd") is not None:
+        rows.append(("spend (USD)", f"{s['cost_usd']:.6g}"))
+    return rows
+
+
 def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
     if s.get("budget_kind", "calls") == "calls":
         return ("budget C / depth T / breadth N", f"{s['budget']} / {s['depth']} / {s['breadth']}")
-    unit = "FLOPs" if s["budget_kind"] == "flops" else "tokens"
-    limit = s["budget_flops"] if s["budget_kind"] == "flops" else s["budget_tokens"]
+    unit = {"flops": "FLOPs", "usd": "USD"}.get(s["budget_kind"], "tokens")
+    limit = s[f"budget_{s['budget_kind']}"]
     return (f"budget {unit} (spent) / breadth N",
             f"{limit:.4g} ({s['budget_spent']:.4g}) / {s['breadth']}")
 
 
 #: Flags that define a run; with --resume they come from the stored config instead.
-RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "depth", "breadth", "model", "base_url", "params", "seed",
+RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "budget_usd", "depth",
+                "breadth", "model", "model_allocator", "model_reward", "base_url", "params",
+                "seed",
                 "run_id", "max_in_flight", "max_tokens", "request_timeout", "call_timeout",
                 "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",

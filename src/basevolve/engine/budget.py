@@ -50,8 +50,8 @@ from typing import Any
 from basevolve.llm.flops import NoUsagePolicy, attempt_flops, attempt_tokens
 from basevolve.records import Completion
 
-#: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens``.
-BUDGET_KINDS: tuple[str, ...] = ("calls", "flops", "tokens")
+#: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens/-usd``.
+BUDGET_KINDS: tuple[str, ...] = ("calls", "flops", "tokens", "usd")
 TOKENS_PER_MESSAGE = 16  # role markers and separators of a chat template, per message
 TOKENS_PER_PROMPT = 64  # start/end markers and the generation prompt, per request
 
@@ -81,20 +81,30 @@ class CostLedger:
     unfit: float | None = None  # worst case of the call that did not fit (the run's end)
     eval_worst: float = 0.0  # --count-eval-calls: one evaluation's worst case (0: free)
     eval_reserved: dict[int, float] = field(default_factory=dict)
+    price: Any = None  # --budget-usd: the run's (first) model's llm.prices.Price
 
     def __post_init__(self) -> None:
         if self.kind not in BUDGET_KINDS:
             raise ValueError(f"a budget ledger is for {', '.join(BUDGET_KINDS)}, got {self.kind!r}")
 
     # ----------------------------------------------------------------- worst case
-    def _in_unit(self, tokens: float) -> float:
-        return 2.0 * self.active_params * tokens if self.kind == "flops" else float(tokens)
+    def _in_unit(self, tokens: float, params: float | None = None) -> float:
+        p = self.active_params if params is None else params
+        return 2.0 * p * tokens if self.kind == "flops" else float(tokens)
 
-    def worst_case(self, messages: Sequence[Mapping[str, Any]]) -> float:
-        """The most one call with these messages can cost (one attempt)."""
+    def worst_case(self, messages: Sequence[Mapping[str, Any]],
+                   params: float | None = None, price: Any = None) -> float:
+        """The most one call with these messages can cost (one attempt); ``params`` and
+        ``price``: those of the model chosen for it (issue 25; default: the run's)."""
         if self.kind == "calls":
             return 1.0
-        return self._in_unit(static_prompt_bound(messages) + self.excess + self.max_tokens)
+        if self.kind == "usd":  # every prompt token at the dearer prompt rate
+            from basevolve.llm.prices import worst_case_usd
+
+            return worst_case_usd(static_prompt_bound(messages) + self.excess,
+                                  self.max_tokens, price or self.price)
+        return self._in_unit(static_prompt_bound(messages) + self.excess + self.max_tokens,
+                             params)
 
     def fits(self, cost: float) -> bool:
         committed = self.spent + sum(self.reserved.values()) + sum(self.eval_reserved.values())
@@ -123,13 +133,17 @@ class CostLedger:
         return float(evaluation.eval_flops if self.kind == "flops" else evaluation.eval_tokens)
 
     # ------------------------------------------------------------------- settling
-    def cost_of(self, completion: Completion) -> float:
+    def cost_of(self, completion: Completion, params: float | None = None,
+                price: Any = None) -> float:
         """What an answered (or failed) call really cost, in the budget's unit."""
         if self.kind == "calls":
             return 1.0
+        if self.kind == "usd":
+            return usd_of(completion, price or self.price, self.max_tokens, self.no_usage)
         hint = max((a.usage.prompt_tokens for a in completion.attempts if a.usage), default=0)
         if self.kind == "flops":
-            return sum(attempt_flops(a, self.active_params, max_tokens=self.max_tokens,
+            p = self.active_params if params is None else params
+            return sum(attempt_flops(a, p, max_tokens=self.max_tokens,
                                      no_usage=self.no_usage, prompt_tokens_hint=hint)
                        for a in completion.attempts)
         return float(sum(attempt_tokens(a, max_tokens=self.max_tokens, no_usage=self.no_usage,
@@ -137,13 +151,15 @@ class CostLedger:
                          for a in completion.attempts))
 
     def settle(self, key: int, completion: Completion,
-               messages: Sequence[Mapping[str, Any]], counted: bool = True) -> float:
+               messages: Sequence[Mapping[str, Any]], counted: bool = True,
+               params: float | None = None, price: Any = None) -> float:
         """Replace call ``key``'s reservation by its real cost; learn the prompt excess.
 
         ``counted``: for a call budget, whether the call counts (an uncounted failed call
         is re-issued and costs nothing, as C counts it)."""
         self.reserved.pop(key, None)
-        cost = self.cost_of(completion) if counted or self.kind != "calls" else 0.0
+        cost = self.cost_of(completion, params, price) if counted or self.kind != "calls" \
+            else 0.0
         self.spent += cost
         self.learn(max((a.usage.prompt_tokens for a in completion.attempts if a.usage),
                        default=0), messages)
@@ -156,7 +172,8 @@ class CostLedger:
     # -------------------------------------------------------------------- resume
     def restore(self, calls: Iterable[Mapping[str, Any]],
                 attempts: Iterable[Mapping[str, Any]],
-                evaluations: Mapping[str, float] | None = None) -> None:
+                evaluations: Mapping[str, float] | None = None,
+                params_of: Mapping[str | None, float] | None = None) -> None:
         """Rebuild ``spent`` and ``excess`` from stored rows (resume).
 
         ``calls``: rows with ``status, messages_json, meta_json, prompt_tokens``;
@@ -168,7 +185,9 @@ class CostLedger:
         as for unanswered attempts, and never more than the live run had set aside.
         ``evaluations`` (``--count-eval-calls``): the stored evaluation cost, as
         :meth:`basevolve.store.RunStore.eval_totals` gives it.  A call budget's ledger
-        counts calls: counted calls plus evaluation calls sent.
+        counts calls: counted calls plus evaluation calls sent.  ``params_of``: each
+        model's active parameters by name, for attempts rows that carry ``model``
+        (several models, issue 25).
         """
         self.spent, self.reserved, self.eval_reserved = 0.0, {}, {}
         if self.eval_worst > 0 and evaluations is not None:
@@ -179,6 +198,9 @@ class CostLedger:
             self.spent += float(sum(int(c["counted"]) for c in calls))
             return
         unanswered = 0.0
+        if self.kind == "usd":  # each call's dollars as stored (engine/models.py)
+            self.spent += sum(float(c["cost_usd"] or 0.0) for c in calls)
+            attempts = ()
         for c in calls:
             messages = json.loads(c["messages_json"])
             if c["status"] == "ok":
@@ -191,8 +213,11 @@ class CostLedger:
                 self.spent += float(a["flops"] or 0.0)
             elif a["prompt_tokens"] is not None:
                 self.spent += float(a["prompt_tokens"] + (a["completion_tokens"] or 0))
-            elif self.active_params > 0:
-                self.spent += float(a["flops"] or 0.0) / (2.0 * self.active_params)
+            else:  # no usage: FLOPs back to tokens at the size of the call's model
+                p = (params_of or {}).get(a["model"] if "model" in a.keys() else None,
+                                          self.active_params)
+                if p > 0:
+                    self.spent += float(a["flops"] or 0.0) / (2.0 * p)
         if NoUsagePolicy(self.no_usage) is NoUsagePolicy.WORST_CASE:
             self.spent += unanswered
 
@@ -203,6 +228,25 @@ class CostLedger:
         return {"budget_kind": self.kind, "budget_limit": self.limit,
                 "budget_spent": self.spent, "budget_left": self.limit - self.spent,
                 "budget_unfit_call": self.unfit}
+
+
+def usd_of(completion: Completion, price: Any, max_tokens: int,
+           no_usage: NoUsagePolicy = NoUsagePolicy.WORST_CASE) -> float:
+    """A call's dollars over all its attempts (issue 25): an attempt with usage at its
+    model's price, one without as its tokens are charged (:func:`attempt_tokens`: the
+    worst case under ``--charge-unanswered worst``), every prompt token uncached."""
+    from basevolve.llm.prices import call_cost_usd, worst_case_usd
+
+    hint = max((a.usage.prompt_tokens for a in completion.attempts if a.usage), default=0)
+    total = 0.0
+    for a in completion.attempts:
+        if a.usage is not None:
+            total += call_cost_usd(a.usage, price)
+        else:
+            tokens = attempt_tokens(a, max_tokens=max_tokens, no_usage=no_usage,
+                                    prompt_tokens_hint=hint)
+            total += worst_case_usd(min(hint, tokens), tokens - min(hint, tokens), price)
+    return total
 
 
 def parse_amount(text: str | float | int, what: str) -> float:
@@ -244,7 +288,8 @@ def eval_worst_case(task: Any, kind: str, active_params: float) -> float:
 
 
 def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
-                     eval_params: float | None = None) -> Any:
+                     eval_params: float | None = None,
+                     models: Sequence[tuple[float, Any]] = ()) -> Any:
     """Check a FLOPs/token budget against the run's first calls; set the bandit horizon.
 
     The first call's prompt is built by a scratch instance of the run's protocol (the
@@ -284,9 +329,12 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
                                         asynchronous=cfg.arms > 1, feedback=cfg.feedback,
                                         **cfg.protocol_params)
     proto.set_initial(Child(None, task.initial_program, 0.0, True))
-    ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens)
-    first = ledger.worst_case(proto.ask().messages) + eval_worst
-    unit = "FLOPs" if cfg.budget_kind == "flops" else "tokens"
+    ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens,
+                        price=None if not models else models[0][1])
+    messages = proto.ask().messages
+    first = max(ledger.worst_case(messages, p, price) for p, price in models or
+                [(active_params, None)]) + eval_worst
+    unit = {"flops": "FLOPs", "usd": "USD"}.get(cfg.budget_kind, "tokens")
     if eval_worst + cfg.arms * first > cfg.budget_limit:
         need = f"{cfg.arms} x " if cfg.arms > 1 else ""
         evaluated = (f" with its evaluation (--count-eval-calls), after the initial "
@@ -302,7 +350,8 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
     return dataclasses.replace(cfg, horizon=horizon)
 
 
-def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str, Any]:
+def budget_report(store: Any, cfg: Any, active_params: float | None,
+                  params_of: Mapping[str | None, float] | None = None) -> dict[str, Any]:
     """The budget fields of a run's summary and ``runs --json``, from the store alone.
 
     ``budget`` is C for a call budget and null for a FLOPs/token budget (such a run has no
@@ -317,7 +366,8 @@ def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str
     evals = bool(getattr(cfg, "count_eval_calls", False))
     out: dict[str, Any] = {"budget": cfg.budget if kind == "calls" else None,
                            "budget_kind": kind, "budget_flops": cfg.budget_flops,
-                           "budget_tokens": cfg.budget_tokens}
+                           "budget_tokens": cfg.budget_tokens,
+                           "budget_usd": getattr(cfg, "budget_usd", None)}
     if kind == "calls":
         totals = store.totals(cfg.run_id)
         done = totals["calls_completed"] + (totals["eval_calls"] if evals else 0)
@@ -327,11 +377,11 @@ def budget_report(store: Any, cfg: Any, active_params: float | None) -> dict[str
                         CHARGE_UNANSWERED[cfg.charge_unanswered], eval_worst=float(evals))
     run = (cfg.run_id,)
     ledger.restore(
-        store.query("SELECT status, messages_json, meta_json, prompt_tokens, counted FROM calls "
-                    "WHERE run_id=?", run),
-        store.query("SELECT a.prompt_tokens, a.completion_tokens, a.flops FROM attempts a "
-                    "JOIN calls c USING (call_id) WHERE c.run_id=?", run),
-        store.eval_totals(cfg.run_id))
+        store.query("SELECT status, messages_json, meta_json, prompt_tokens, counted, cost_usd "
+                    "FROM calls WHERE run_id=?", run),
+        store.query("SELECT a.prompt_tokens, a.completion_tokens, a.flops, c.model FROM "
+                    "attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", run),
+        store.eval_totals(cfg.run_id), params_of)
     return out | {"budget_spent": ledger.spent, "budget_left": ledger.limit - ledger.spent}
 
 
@@ -344,7 +394,9 @@ def afford(engine: Any, item: tuple[Any, ...]) -> bool:
     where it happened.  A call that never fits is never sent nor stored.
     """
     assert engine.ledger is not None
-    worst = engine.ledger.worst_case(item[0].messages)
+    # the dearest model this call may go to (issue 25): the reservation made once the
+    # model is chosen is no larger, so the budget holds whichever is chosen
+    worst = engine.models.worst_case(engine.ledger, item[0])
     if not item[0].is_text:  # a program/template child: its evaluation may be charged
         worst += engine.ledger.eval_worst
     if engine.ledger.fits(worst):

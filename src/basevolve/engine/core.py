@@ -80,6 +80,7 @@ from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
 from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_worst_case
 from basevolve.engine.credit import Credit
+from basevolve.engine.models import ModelRouter
 from basevolve.engine.ordering import order_for
 from basevolve.engine.state import (
     CallJob,
@@ -123,6 +124,9 @@ class Engine:
         self.K = config.arms
         self.max_tokens = config.max_tokens or self.settings.max_tokens
         self.active_params = float(client.model_spec.active_params)
+        # which model answers each call (issue 25): one entry unless --model is repeated
+        self.models = ModelRouter(config, client, self.settings, store=store,
+                                  run_id=config.run_id)
         proto_cls = PROTOCOLS.get(config.protocol)
         asynchronous = self.K > 1 and config.pull == "call"  # BaSE: arms may share slots
         self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
@@ -160,7 +164,7 @@ class Engine:
                     evaluator, "active_params", self.active_params)))
             self.ledger = CostLedger(config.budget_kind, config.budget_limit, self.active_params,
                                      self.max_tokens, self.settings.call_policy.no_usage,
-                                     eval_worst=eval_worst)
+                                     eval_worst=eval_worst, price=self.models.models[0].price)
         self.parked: Issue | None = None
         self.exhausted = False  # the next call's worst case does not fit the cost budget
         self.order = order_for(self)  # when to decide, send and tell (engine/ordering.py)
@@ -327,8 +331,13 @@ class Engine:
         if self.order.deterministic:  # by its place in the issue order, not the call index
             seed = call_seed(self.cfg.seed, key) if reissue_of is None else reissue_of.seed
         meta = proposal.meta or None
+        arm = self.models.choose(proposal, key=key, call_index=index,
+                                 best=self.protocols[pull.trajectory].best.score) \
+            if reissue_of is None else reissue_of.model
+        served = self.models.models[arm]
         if self.ledger is not None:  # stored, so a resume charges a lost call exactly this
-            reserved = self.ledger.worst_case(proposal.messages)
+            reserved = self.ledger.worst_case(proposal.messages, served.active_params,
+                                              served.price)
             self.ledger.reserve(index, reserved)
             if not proposal.is_text:
                 self.ledger.reserve_eval(index)
@@ -339,32 +348,40 @@ class Engine:
             trajectory=pull.trajectory, pull_id=pull.pull_id, generation=proposal.generation,
             slot=proposal.slot, parent_id=proposal.parent_id,
             reissue_of=None if reissue_of is None else reissue_of.call_id,
-            seed=seed, messages=proposal.messages, purpose=proposal.purpose, meta=meta)
-        job = CallJob(call_id, index, proposal, pull, seed, key=key)
+            seed=seed, messages=proposal.messages, purpose=proposal.purpose, meta=meta,
+            model=served.name)
+        job = CallJob(call_id, index, proposal, pull, seed, key=key, model=arm)
         if reissue_of is None:
             self.next_key += 1
             self.order.opened(job)
-        coro = self.client.complete(proposal.messages, temperature=self.cfg.temperature,
-                                    top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
+        self.models.sent(arm)
+        coro = served.complete(proposal.messages, temperature=self.cfg.temperature,
+                               top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
         self.llm[asyncio.ensure_future(coro)] = job
         self._emit()  # "in flight" changed: the live display shows it at once
 
     def _on_completion(self, job: CallJob, c: Completion) -> None:
         policy = self.settings.call_policy
-        flops = call_flops(c, self.active_params, max_tokens=self.max_tokens, no_usage=policy.no_usage)
+        served = self.models.models[job.model]  # FLOPs at the answering model's size
+        flops = call_flops(c, served.active_params, max_tokens=self.max_tokens,
+                           no_usage=policy.no_usage)
         counted = c.ok or policy.count_failed_attempts
-        attempts = attempt_rows(c, self.active_params, self.max_tokens, policy.no_usage)
+        attempts = attempt_rows(c, served.active_params, self.max_tokens, policy.no_usage)
         last_error = c.attempts[-1].error if c.attempts and not c.ok else None
         self.store.finish_call(job.call_id, status="ok" if c.ok else "failed", counted=counted,
                                fields={
             "raw_text": c.raw_text, "text": c.text, "finish_reason": c.finish_reason,
             "prompt_tokens": c.usage.prompt_tokens, "cached_tokens": c.usage.cached_tokens,
             "completion_tokens": c.usage.completion_tokens, "flops": flops,
-            "latency_s": c.latency_s, "error": last_error}, attempts=attempts)
+            "latency_s": c.latency_s, "error": last_error,
+            "cost_usd": self.models.cost_usd(job.model, c)}, attempts=attempts)
+        self.models.answered(job.key, job.model, c.usage.prompt_tokens,
+                             c.usage.completion_tokens)
         self.completed += int(counted)
         self.flops += flops
         if self.ledger is not None:
-            self.ledger.settle(job.call_index, c, job.proposal.messages, counted)
+            self.ledger.settle(job.call_index, c, job.proposal.messages, counted,
+                               served.active_params, served.price)
             if not c.ok:  # no child to evaluate
                 self.ledger.settle_eval(job.call_index, 0.0)
         if c.ok:
@@ -385,6 +402,7 @@ class Engine:
             self.reissue.append((job.proposal, job.pull, job))
         else:
             self.order.dropped(job)
+            self.models.cancel(job.key, job.call_index, live=True)
         self._emit()
 
     def parse(self, job: CallJob, text: str) -> ParsedProgram:
@@ -423,6 +441,8 @@ class Engine:
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
         if self.ledger is not None:
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
+        self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25)
+                         self.models.reward(job.key, ev.score if ev.valid else None), live=True)
         self.credit.tell_child(job, child_of(pid, code, ev))
         self.children += 1
         self.valid_children += int(ev.valid)
@@ -431,6 +451,7 @@ class Engine:
     def _tell_text(self, job: CallJob, text: str) -> None:
         """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
         self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
+        self.models.tell(job.key, job.call_index, None, live=True)  # no child: no reward
         self.credit.tell_text(job, text)
         self._pull_told(job.pull)
 

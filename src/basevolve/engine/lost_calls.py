@@ -51,15 +51,18 @@ def lost_call_flops(row: Mapping[str, Any], kind: str, active_params: float, max
     return 2.0 * float(active_params) * tokens
 
 
-def charge_lost_calls(store: Any, cfg: Any, active_params: float, max_tokens: int) -> int:
+def charge_lost_calls(store: Any, cfg: Any, active_params: float, max_tokens: int,
+                      params_of: Mapping[str | None, float] | None = None) -> int:
     """Turn the run's ``pending`` calls into ``lost`` ones charged under the run's
-    ``--charge-unanswered``; the number of calls marked.  A store that cannot be written
+    ``--charge-unanswered``; the number of calls marked.  ``params_of``: each model's
+    active parameters by name (several models, issue 25: a call is charged at its own).  A store that cannot be written
     (a full disk: the error that stopped the run is the one to report) is left as it is;
     a resume marks those calls later."""
     policy = CHARGE_UNANSWERED[cfg.charge_unanswered]
 
     def charge(row: Mapping[str, Any]) -> float:
-        return lost_call_flops(row, cfg.budget_kind, active_params, max_tokens, policy)
+        params = (params_of or {}).get(row["model"], active_params)
+        return lost_call_flops(row, cfg.budget_kind, params, max_tokens, policy)
 
     try:
         return len(store.mark_lost(cfg.run_id, charge))

@@ -41,6 +41,8 @@ def _events(engine: Engine) -> list[tuple[int, str, Any]]:
     ev = [(r["seq"], "call", r) for r in calls] + [(r["seq"], "prog", r) for r in progs]
     ev += [(r["told_seq"], "text", r) for r in calls if r["told_seq"] is not None]
     ev += [(r["seq"], "alloc", r) for r in allocs]
+    ev += [(r["seq"], "model", r) for r in q(  # the model bandit's rewards (issue 25)
+        "SELECT * FROM model_events WHERE run_id=? AND kind != 'ask'", run)]
     ev.sort(key=lambda e: e[0])
     return ev
 
@@ -51,7 +53,16 @@ def replay_into(engine: Engine) -> None:
     texts: dict[int, str | None] = {}  # stored replies, for Protocol.observe_reply
     calls: list[Any] = []
     told: set[int] = set()
+    key_of: dict[int, int] = {}  # call_index -> its key in the issue order
     for seq, kind, r in _events(engine):
+        if kind == "model":
+            live = False  # replaying: the event is stored already
+            if r["kind"] == "tell":
+                engine.models.tell(key_of[r["call_index"]], r["call_index"], r["reward"],
+                                   live=live)
+            else:
+                engine.models.cancel(key_of[r["call_index"]], r["call_index"], live=live)
+            continue
         t = r["trajectory"]
         if kind == "alloc":
             _replay_alloc(engine, seq, r)
@@ -67,10 +78,18 @@ def replay_into(engine: Engine) -> None:
                     raise StoreError(
                         f"resume diverged at call {r['call_index']}: stored (generation, slot) "
                         f"{(r['generation'], r['slot'])}, protocol asked {proposal.key}")
+                model = engine.models.choose(proposal, key=key, call_index=r["call_index"],
+                                             best=engine.protocols[t].best.score, replay=r) \
+                    if r["model"] is not None else 0
             else:
-                proposal, key = jobs[r["reissue_of"]].proposal, jobs[r["reissue_of"]].key
+                original = jobs[r["reissue_of"]]
+                proposal, key, model = original.proposal, original.key, original.model
+            key_of[r["call_index"]] = key
+            if r["status"] == "ok":  # its reply's tokens, for a per-token model reward
+                engine.models.sent(model)
+                engine.models.answered(key, model, r["prompt_tokens"], r["completion_tokens"])
             jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"],
-                                         key=key)
+                                         key=key, model=model)
             texts[r["call_id"]] = r["text"]
             calls.append(r)
         elif kind == "text":  # a judge/meta reply handed to the protocol
@@ -121,9 +140,10 @@ def _restore_counters(engine: Engine, calls: list[Any]) -> None:
     engine.next_call_index = 1 + max((r["call_index"] for r in calls), default=-1)
     if engine.ledger is not None:  # FLOPs/token budget: what was spent, lost calls charged
         engine.ledger.restore(calls, engine.store.query(
-            "SELECT a.prompt_tokens, a.completion_tokens, a.flops FROM attempts a "
+            "SELECT a.prompt_tokens, a.completion_tokens, a.flops, c.model FROM attempts a "
             "JOIN calls c USING (call_id) WHERE c.run_id=?", (engine.run_id,)),
-            engine.store.eval_totals(engine.run_id))
+            engine.store.eval_totals(engine.run_id),
+            {m.name: m.active_params for m in engine.models.models})
     if engine.completed > engine.C:
         raise StoreError(f"run {engine.run_id!r} already has {engine.completed} counted calls, "
                          f"more than its budget {engine.C}; the store is inconsistent")

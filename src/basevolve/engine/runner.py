@@ -26,6 +26,7 @@ from basevolve.engine.endpoints import load_model, probe_endpoint
 from basevolve.engine.evaluator import start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
+from basevolve.engine.models import check_models, model_costs
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
@@ -105,6 +106,7 @@ def _prepared(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
     try:
         settings = llm_settings(cfg)
         client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
+        check_models(cfg)  # several models (issue 25): names, endpoints, prices
         if cfg.base_url is not None:
             probe_endpoint(cfg.base_url)
         else:
@@ -147,12 +149,16 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
     # calls sent and never answered are charged per --charge-unanswered (issue 24, item 3):
     # those a killed process left pending, and those in flight when this run stops
     if resume:
-        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens)
+        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens,
+                          engine.models.params_of())
     try:
         await engine.run(resume=resume)
     except BaseException:
-        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens)
+        charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens,
+                          engine.models.params_of())
         raise
+    finally:
+        await engine.models.aclose()  # the clients of the second and later models
     return build_summary(store, cfg, engine)
 
 
@@ -299,7 +305,8 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     with _prepared(cfg, notify, task_obj, pool) as prep:
         task, client, settings, answers = prep.task, prep.client, prep.settings, prep.answers
         cfg = plan_cost_budget(cfg, task, float(client.model_spec.active_params),
-                               cfg.max_tokens or settings.max_tokens, _answer_params(answers))
+                               cfg.max_tokens or settings.max_tokens, _answer_params(answers),
+                               model_costs(cfg))
         identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
         with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
             store.create_run(cfg.run_id, cfg.to_dict(),
@@ -383,7 +390,8 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     task = task if task is not None else load_task(cfg.task, cfg.task_params)
     answers = None if client is None else answer_setup(task, cfg, client, probe=False)
     cfg = plan_cost_budget(cfg, task, _active_params(cfg, client),
-                           cfg.max_tokens or llm_settings(cfg).max_tokens, _answer_params(answers))
+                           cfg.max_tokens or llm_settings(cfg).max_tokens, _answer_params(answers),
+                           model_costs(cfg))
     store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
                      active_params=_active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())

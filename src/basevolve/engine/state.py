@@ -58,6 +58,8 @@ class CallJob:
     #: (``--deterministic`` tells results in this order and seeds each call by it,
     #: :mod:`basevolve.engine.ordering`); without re-issues it equals ``call_index``.
     key: int
+    #: the index of the model that answers it (issue 25, :mod:`basevolve.engine.models`)
+    model: int = 0
 
 
 def attempt_rows(c: Completion, active_params: float, max_tokens: int,

@@ -15,6 +15,7 @@ from basevolve.config import RunConfig
 from basevolve.engine.budget import budget_report
 from basevolve.records import ExecStatus
 from basevolve.store import RunStore
+from basevolve.store.per_model import model_breakdown, total_cost_usd
 
 
 def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[str, Any]:
@@ -39,6 +40,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
     b = best[0] if best else None
     initial = b["score"] if b is not None and b["is_initial"] else None
     traj_best = [r["best"] if r["best"] is not None else (initial or 0.0) for r in per_traj]
+    models = model_breakdown(store.query, run, cfg.model)  # several models (issue 25)
     return {
         "run_id": run, "status": status, "task": row["task"], "model": cfg.model,
         "task_file": row.get("task_path"), "task_sha256": row.get("task_sha256"),
@@ -66,6 +68,9 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "store": str(store.path),
         "wall_s": None if engine is None else round(engine.snapshot()["elapsed_s"], 3),
         **budget_report(store, cfg, row.get("active_params")),
+        "models": models, "cost_usd": total_cost_usd(models),
+        "model_allocator": cfg.model_allocator,
+        "model_reward": cfg.model_reward if cfg.model_allocator else None,
         # the worst case of the call a cost budget could not fit (None: not this process)
         "budget_unfit_call": None if engine is None or engine.ledger is None
         else engine.ledger.unfit,

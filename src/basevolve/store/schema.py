@@ -239,11 +239,45 @@ def _m006_trust_and_artifacts() -> str:
         """
 
 
+def _m007_models() -> str:
+    """Version 7 (issue 25): several models in one run.
+
+    * ``calls.model``: the name of the model that answered (was asked) the call, so its
+      FLOPs, tokens and spend can be broken down per model.  Rows of older runs are
+      NULL: they used the run's one model (``runs.model``).
+    * ``calls.cost_usd``: the call's price in US dollars when its model has one.
+    * ``model_events``: the per-call model decisions and their rewards (issue 25, part 2),
+      as ``allocations`` holds the trajectory allocator's: ``ask`` (a decision, with the
+      models eligible and the bandit's summary), ``tell`` (the reward of the call's
+      child) and ``cancel`` (a call that never got a child).  Only runs with a model
+      bandit write ``ask``/``tell`` rows; fixed weights and roles are stored as the
+      call's ``model`` alone (their choice is a seeded function of the call).
+    """
+    return """
+        ALTER TABLE calls ADD COLUMN model TEXT;
+        ALTER TABLE calls ADD COLUMN cost_usd REAL;
+        CREATE TABLE model_events (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('ask', 'tell', 'cancel')),
+            call_index INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            arm INTEGER NOT NULL,
+            reward REAL,
+            eligible_json TEXT,
+            summary_json TEXT,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        CREATE INDEX model_events_call ON model_events(run_id, call_index);
+        """
+
+
 # Each migration returns one SQL script; ``migrate`` runs it inside one transaction
 # together with the ``user_version`` bump, so a crash never leaves half a migration.
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     _m001_initial, _m002_task_identity, _m003_solutions, _m004_concurrency_and_purpose,
-    _m005_evaluation_calls, _m006_trust_and_artifacts)
+    _m005_evaluation_calls, _m006_trust_and_artifacts, _m007_models)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

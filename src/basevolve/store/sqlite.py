@@ -116,7 +116,8 @@ class RunStore:
                 "SELECT max(s) FROM (SELECT max(seq) s FROM calls WHERE run_id=:r "
                 "UNION ALL SELECT max(told_seq) FROM calls WHERE run_id=:r "
                 "UNION ALL SELECT max(seq) FROM programs WHERE run_id=:r "
-                "UNION ALL SELECT max(seq) FROM allocations WHERE run_id=:r)",
+                "UNION ALL SELECT max(seq) FROM allocations WHERE run_id=:r "
+                "UNION ALL SELECT max(seq) FROM model_events WHERE run_id=:r)",
                 {"r": run_id},
             ).fetchone()
             self._seq[run_id] = -1 if row[0] is None else int(row[0])
@@ -249,9 +250,9 @@ class RunStore:
                   charge: Callable[[Mapping[str, Any]], float] | None = None) -> list[int]:
         """Turn the run's ``pending`` calls (in flight when the run stopped) into ``lost``.
 
-        ``charge(row)`` (row: ``call_id, messages_json, meta_json``) gives each one's
+        ``charge(row)`` (row: ``call_id, messages_json, meta_json, model``) gives each one's
         ``flops`` (:mod:`basevolve.engine.lost_calls`); without it ``flops`` stays NULL."""
-        rows = self.query("SELECT call_id, messages_json, meta_json FROM calls WHERE run_id=? "
+        rows = self.query("SELECT call_id, messages_json, meta_json, model FROM calls WHERE run_id=? "
                           "AND status='pending' ORDER BY seq", (run_id,))
         now = time.time()
         self._tx([("UPDATE calls SET status='lost', completed_at=?, flops=? WHERE call_id=?",
@@ -321,6 +322,19 @@ class RunStore:
             stmts.append(("UPDATE trajectories SET pulls = pulls + ? WHERE run_id=? AND trajectory=?",
                           (-1 if kind == "cancel" else 1, run_id, trajectory)))
         self._tx(stmts)
+
+    def insert_model_event(self, run_id: str, *, seq: int, kind: str, call_index: int,
+                           model: str, arm: int, reward: float | None = None,
+                           eligible: Sequence[bool] | None = None,
+                           summary: dict[str, Any] | None = None) -> None:
+        """One model decision or reward (issue 25; engine/models.py), before it acts."""
+        self._tx([(
+            "INSERT INTO model_events (run_id, seq, kind, call_index, model, arm, reward, "
+            "eligible_json, summary_json, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (run_id, seq, kind, call_index, model, arm, reward,
+             None if eligible is None else json.dumps([bool(e) for e in eligible]),
+             None if summary is None else json.dumps(summary, default=_jsonable),
+             time.time()))])
 
     # -- solutions ------------------------------------------------------------------
     def save_solution(self, run_id: str, program_id: int, value: Any) -> bool:

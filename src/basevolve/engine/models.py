@@ -1,0 +1,302 @@
+"""Which model answers each call, and what that choice earned (issue 25, part 2).
+
+The trajectory allocator (paper, Algorithm 2) decides *which trajectory* gets the next
+call; with several models (:mod:`basevolve.llm.ensemble`) this router decides, for that
+same call, *which model* answers it.  Three rules, in order:
+
+1. **Roles.**  A purpose claimed by models' ``role=`` (a ShinkaEvolve judge, a CodeEvolve
+   meta prompt on a cheaper endpoint) goes to those models (by their weights, default 1).
+2. **A model bandit** (``--model-allocator``, any allocator of the registry that can choose
+   per call: ucb, thompson, exp3p, random, ...) for the calls whose reply is a program.
+   It is asked per call next to the trajectory allocator; an arm is a model, eligible
+   while under its own ``max_in_flight`` (all are, when none is).  Its reward is told
+   when the call's child has been scored (``--model-reward``, :data:`MODEL_REWARDS`):
+
+   * ``improvement``: ``max(0, child score - the trajectory's best when the call was
+     asked)``, the improvement the call bought;
+   * ``improvement_per_flop``: that times ``P_min / P_model``: per effective FLOP relative
+     to the cheapest model, at equal tokens (paper, Appendix "Effective FLOPs": FLOPs
+     are ``2 P`` per token), so a model 8x the size must improve 8x as much;
+   * ``improvement_per_token``: that times ``prompt / (prompt + completion)`` tokens of
+     the call: a model that writes many tokens for the same gain earns less.
+
+   Every decision and reward is stored (``model_events``) before it acts, as the
+   trajectory allocator's are (``allocations``), so ``replay`` and the analysis can
+   study them and a resume rebuilds the bandit by replaying them.  A call that never
+   gets a child (dropped at the end of the budget) is cancelled.  Text calls without a
+   role model use the fixed weights: they have no child to reward.
+3. **Fixed weights** (the anchors' ensembles; equal unless ``weight=`` is given).  The
+   draw is a seeded function of the run seed and the call's place in the issue order,
+   so it needs no stored state and a resume repeats it.
+
+A re-issued call (failed, or lost in a crash) keeps the model of the call it replaces:
+the decision was made once.  Every call stores its model (``calls.model``); FLOPs use
+that model's own parameter count.  A single-model run has one entry and stores nothing
+beyond ``calls.model``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from basevolve.errors import StoreError
+
+MODEL_REWARDS: tuple[str, ...] = ("improvement", "improvement_per_flop", "improvement_per_token")
+_WEIGHT_STREAM = 0x6D6F64  # "mod": the fixed-weight draw's own seed stream
+
+
+@dataclass(slots=True)
+class Served:
+    """One model of the run with its client, parameter count, price and slot bound."""
+
+    name: str
+    client: Any
+    active_params: float
+    entry: Any  # llm.ensemble.ModelEntry
+    price: Any = None  # llm.prices.Price or None
+    slots: asyncio.Semaphore | None = None
+    own: bool = False  # built here (closed here); the primary client is the caller's
+
+    async def complete(self, messages: Sequence[Mapping[str, Any]], **kw: Any) -> Any:
+        if self.slots is None:
+            return await self.client.complete(messages, **kw)
+        async with self.slots:  # --model NAME,max_in_flight=N
+            return await self.client.complete(messages, **kw)
+
+
+class ModelRouter:
+    """The per-call model decision of one run (module docstring)."""
+
+    def __init__(self, cfg: Any, client: Any, settings: Any, *, store: Any,
+                 run_id: str) -> None:
+        from basevolve.llm.factory import make_client
+
+        self.cfg, self.store, self.run_id = cfg, store, run_id
+        self.max_tokens, self.no_usage = settings.max_tokens, settings.no_usage
+        self.entries = cfg.model_entries()
+        self.models: list[Served] = []
+        for i, e in enumerate(self.entries):
+            c = client if i == 0 else make_client(
+                e.name, e.base_url or cfg.base_url, params=e.params, settings=settings)
+            limit = e.max_in_flight
+            self.models.append(Served(e.name, c, float(c.model_spec.active_params), e,
+                                      _price(e, c), None if limit is None else
+                                      asyncio.Semaphore(limit), own=i > 0))
+        self.bandit = None
+        if cfg.model_allocator is not None and len(self.models) > 1:
+            from basevolve.allocators import ALLOCATORS
+
+            self.bandit = ALLOCATORS.get(cfg.model_allocator)(
+                n_arms=len(self.models), rng=np.random.default_rng([cfg.seed, _WEIGHT_STREAM]),
+                horizon=cfg.budget, reward_mode="improvement")
+        self.p_min = min(m.active_params for m in self.models)
+        self.in_flight = [0] * len(self.models)
+        #: per open decision (the call's key: a re-issue keeps it): model, the
+        #: trajectory's best when asked, whether the bandit was asked, the reply's tokens
+        self.open: dict[int, list[Any]] = {}
+
+    @property
+    def several(self) -> bool:
+        return len(self.models) > 1
+
+    # ------------------------------------------------------------------ choosing
+    def _claimed(self, purpose: str) -> list[bool]:
+        return [bool(m.entry.roles) and purpose in m.entry.roles for m in self.models]
+
+    def _weights(self, purpose: str) -> list[float]:
+        claimed = self._claimed(purpose)
+        if any(claimed):
+            return [(m.entry.weight if m.entry.weight is not None else 1.0) if c else 0.0
+                    for m, c in zip(self.models, claimed, strict=True)]
+        return [m.entry.pool_weight for m in self.models]
+
+    def _mask(self, weights: Sequence[float]) -> list[bool]:
+        """Models a bandit may choose: a positive weight and, unless ``--deterministic``
+        (whose decisions may not depend on timing), a free slot of their own."""
+        open_ = [w > 0 for w in weights]
+        if self.cfg.deterministic:
+            return open_
+        free = [o and (m.entry.max_in_flight is None or n < m.entry.max_in_flight)
+                for o, m, n in zip(open_, self.models, self.in_flight, strict=True)]
+        return free if any(free) else open_
+
+    def choose(self, proposal: Any, *, key: int, call_index: int, best: float,
+               replay: Any = None) -> int:
+        """The model of a new call (a re-issue keeps its call's).  ``replay``: the stored
+        call row when a resume replays the decision (it must come out the same)."""
+        if not self.several:
+            self.open[key] = [0, best, False, None]
+            return 0
+        from basevolve.llm.ensemble import weighted_choice
+
+        weights = self._weights(proposal.purpose)
+        asked = (self.bandit is not None and not any(self._claimed(proposal.purpose))
+                 and not proposal.is_text)
+        if asked:
+            assert self.bandit is not None
+            if replay is None:
+                mask = self._mask(weights)
+            else:
+                mask = self._stored_mask(replay["call_index"])
+            arm = self.bandit.ask(mask, ticket=key)
+            if replay is None:
+                self.store.insert_model_event(
+                    self.run_id, seq=self.store.next_seq(self.run_id), kind="ask",
+                    call_index=call_index, model=self.models[arm].name, arm=arm,
+                    eligible=mask, summary=self.bandit.summary())
+        else:
+            u = np.random.default_rng([self.cfg.seed, _WEIGHT_STREAM, key]).random()
+            arm = weighted_choice(weights, float(u))
+        if replay is not None and self.models[arm].name != replay["model"]:
+            raise StoreError(f"resume diverged at call {call_index}: stored model "
+                             f"{replay['model']!r}, the router chose {self.models[arm].name!r} "
+                             "(same models, weights and seed?)")
+        self.open[key] = [arm, best, asked, None]
+        return arm
+
+    def _stored_mask(self, call_index: int) -> list[bool]:
+        import json
+
+        rows = self.store.query("SELECT eligible_json FROM model_events WHERE run_id=? AND "
+                                "call_index=? AND kind='ask'", (self.run_id, call_index))
+        if not rows or rows[0]["eligible_json"] is None:
+            raise StoreError(f"call {call_index} has no stored model decision; the store is "
+                             "inconsistent")
+        return [bool(b) for b in json.loads(rows[0]["eligible_json"])]
+
+    def index_of(self, name: str | None) -> int:
+        """The index of a stored model name (None: an old row, the run's one model)."""
+        if name is None:
+            return 0
+        for i, m in enumerate(self.models):
+            if m.name == name:
+                return i
+        raise StoreError(f"a stored call names model {name!r}, which this run does not have")
+
+    def sent(self, arm: int) -> None:
+        self.in_flight[arm] += 1
+
+    def answered(self, key: int, arm: int, prompt: int | None, completion: int | None) -> None:
+        """A reply arrived (or a stored one was replayed): its tokens, for the reward."""
+        self.in_flight[arm] = max(0, self.in_flight[arm] - 1)
+        if key in self.open:
+            self.open[key][3] = (prompt or 0, completion or 0)
+
+    # ------------------------------------------------------------------ rewards
+    def reward(self, key: int, score: float | None) -> float | None:
+        """The bandit's reward for a call's child (None: the call was not a bandit pull)."""
+        arm, best, asked, tokens = self.open.get(key, (0, 0.0, False, None))
+        if not asked:
+            return None
+        gain = 0.0 if score is None else max(0.0, float(score) - float(best))
+        mode = self.cfg.model_reward
+        if mode == "improvement_per_flop":
+            return gain * self.p_min / self.models[arm].active_params
+        if mode == "improvement_per_token":
+            p, c = tokens or (0, 0)
+            return gain * (p / (p + c)) if p + c > 0 else 0.0
+        return gain
+
+    def tell(self, key: int, call_index: int, reward: float | None, *, live: bool) -> None:
+        """Tell the bandit a call's reward (stored first when ``live``)."""
+        arm, _, asked, _ = self.open.pop(key, (0, 0.0, False, None))
+        if not asked or self.bandit is None or reward is None:
+            return
+        if live:
+            self.store.insert_model_event(
+                self.run_id, seq=self.store.next_seq(self.run_id), kind="tell",
+                call_index=call_index, model=self.models[arm].name, arm=arm, reward=reward)
+        self.bandit.tell(arm, reward, ticket=key)
+
+    def cancel(self, key: int, call_index: int, *, live: bool) -> None:
+        """A bandit pull that will never get a child (stored first when ``live``)."""
+        arm, _, asked, _ = self.open.pop(key, (0, 0.0, False, None))
+        if not asked or self.bandit is None:
+            return
+        if live:
+            self.store.insert_model_event(
+                self.run_id, seq=self.store.next_seq(self.run_id), kind="cancel",
+                call_index=call_index, model=self.models[arm].name, arm=arm)
+        self.bandit.cancel(arm, ticket=key)
+
+    def worst_case(self, ledger: Any, proposal: Any) -> float:
+        """A cost budget's worst case for a call before its model is chosen: that of the
+        dearest model it may go to (:func:`basevolve.engine.budget.afford`)."""
+        weights = self._weights(proposal.purpose) if self.several else [1.0]
+        return max(ledger.worst_case(proposal.messages, m.active_params, m.price)
+                   for m, w in zip(self.models, weights, strict=True) if w > 0)
+
+    def cost_usd(self, arm: int, completion: Any) -> float | None:
+        """A call's dollars at its model's price (None: the model has no price)."""
+        price = self.models[arm].price
+        if price is None:
+            return None
+        from basevolve.engine.budget import usd_of
+
+        return usd_of(completion, price, self.max_tokens, self.no_usage)
+
+    def params_of(self) -> dict[str | None, float]:
+        """Active parameters by stored model name (None: rows of an older run)."""
+        return {None: self.models[0].active_params} | {
+            m.name: m.active_params for m in self.models}
+
+    def summary(self) -> dict[str, Any] | None:
+        return None if self.bandit is None else self.bandit.summary()
+
+    async def aclose(self) -> None:
+        for m in self.models:
+            if m.own:
+                await m.client.aclose()
+
+
+def model_costs(cfg: Any) -> list[tuple[float, Any]]:
+    """Each model's (active parameters, price) from the catalog and ``--model`` keys, no
+    I/O: a cost budget's first-call check covers the dearest (engine/budget.py)."""
+    from basevolve.llm.catalog import resolve_model
+    from basevolve.llm.prices import parse_price, price_of
+
+    out = []
+    for i, e in enumerate(cfg.model_entries()):
+        spec = resolve_model(e.name, e.params if e.params is not None or i else cfg.params)
+        out.append((float(spec.active_params), price_of(
+            spec.name, None if e.price is None else parse_price(e.price))))
+    return out
+
+
+def check_models(cfg: Any) -> None:
+    """Everything about a run's models that can fail, before its store is written (issue
+    25): names known to the catalog (or given ``params``), each endpoint reachable, and
+    for ``--budget-usd`` a price for every model."""
+    from basevolve.engine.endpoints import probe_endpoint
+    from basevolve.errors import ConfigError
+    from basevolve.llm.ensemble import check_catalog
+
+    entries = cfg.model_entries()
+    check_catalog(entries, cfg.base_url, cfg.params)
+    for e in entries:
+        if e.base_url is not None and e.base_url != cfg.base_url:
+            from basevolve.llm.openai_backend import validate_base_url
+
+            probe_endpoint(validate_base_url(e.base_url), what=f"endpoint of --model {e.name}")
+    if cfg.budget_kind == "usd":
+        for e, (_, price) in zip(entries, model_costs(cfg), strict=True):
+            if price is None:
+                raise ConfigError(f"--budget-usd needs a price for every model; {e.name!r} has "
+                                  f"none in the catalog: give --model {e.name},price=P/C/O "
+                                  "(USD per million prompt/cached/completion tokens)")
+
+
+def _price(entry: Any, client: Any) -> Any:
+    """The model's price: ``price=`` on ``--model``, else the catalog's (None: unpriced)."""
+    from basevolve.llm.prices import parse_price, price_of
+
+    override = None if entry.price is None else parse_price(entry.price)
+    return price_of(client.model_spec.name, override)
+
+
+__all__ = ["MODEL_REWARDS", "ModelRouter", "Served", "check_models", "model_costs"]

@@ -1,0 +1,76 @@
+"""Calls, tokens, FLOPs, dollars and improvements of a run broken down per model (issue 25).
+
+One function, read by every surface that reports a run (the summary, ``runs --json``,
+``export``, the dashboard, ``analyze``), so they cannot disagree.  It reads only the
+store: ``calls.model`` names the model of each call (NULL in runs from before several
+models existed: the run's one model), and a child is credited to the model of the call
+that wrote it.
+
+``improvements`` counts the children that raised their trajectory's best (strictly, in
+the store's event order, the initial program included), and ``gain`` sums those raises:
+what each model's calls bought, the quantity the model bandit's ``improvement`` reward
+estimates (:mod:`basevolve.engine.models`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+Query = Callable[[str, Sequence[Any]], list[Any]]
+
+
+def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str, Any]]:
+    """Per model, in order of first use: ``model, calls, calls_sent, calls_failed,
+    calls_lost, prompt_tokens, cached_tokens, completion_tokens, flops, cost_usd (None:
+    unpriced), children, valid_children, improvements, gain``."""
+    rows = query(
+        "SELECT coalesce(model, ?) AS model, min(seq) AS first, count(*) AS sent, "
+        "coalesce(sum(counted), 0) AS counted, coalesce(sum(status='failed'), 0) AS failed, "
+        "coalesce(sum(status='lost'), 0) AS lost, "
+        "coalesce(sum(prompt_tokens), 0) AS p, coalesce(sum(cached_tokens), 0) AS c, "
+        "coalesce(sum(completion_tokens), 0) AS o, coalesce(sum(flops), 0.0) AS flops, "
+        "count(cost_usd) AS priced, sum(cost_usd) AS usd "
+        "FROM calls WHERE run_id=? GROUP BY coalesce(model, ?) ORDER BY first",
+        (run_model, run_id, run_model))
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        out[r["model"]] = {
+            "model": r["model"], "calls": int(r["counted"]), "calls_sent": int(r["sent"]),
+            "calls_failed": int(r["failed"]), "calls_lost": int(r["lost"]),
+            "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
+            "completion_tokens": int(r["o"]), "flops": float(r["flops"]),
+            "cost_usd": None if not r["priced"] else float(r["usd"]),
+            "children": 0, "valid_children": 0, "improvements": 0, "gain": 0.0}
+    progs = query(
+        "SELECT p.trajectory, p.score, p.valid, p.is_initial, coalesce(c.model, ?) AS model "
+        "FROM programs p LEFT JOIN calls c ON c.call_id = p.call_id "
+        "WHERE p.run_id=? ORDER BY p.is_initial DESC, p.seq", (run_model, run_id))
+    initial = -math.inf
+    best: dict[int, float] = {}
+    for p in progs:
+        score = float(p["score"]) if p["score"] is not None else -math.inf
+        if p["is_initial"]:
+            initial = max(initial, score)
+            continue
+        m = out.get(p["model"])
+        if m is None:  # a program whose call row is missing: nothing to credit
+            continue
+        m["children"] += 1
+        m["valid_children"] += int(bool(p["valid"]))
+        before = best.get(p["trajectory"], initial)
+        if p["valid"] and score > before:
+            m["improvements"] += 1
+            m["gain"] += score - before if math.isfinite(before) else 0.0
+            best[p["trajectory"]] = score
+    return list(out.values())
+
+
+def total_cost_usd(models: list[dict[str, Any]]) -> float | None:
+    """The run's dollars: the sum over priced models (None when no model has a price)."""
+    priced = [m["cost_usd"] for m in models if m["cost_usd"] is not None]
+    return sum(priced) if priced else None
+
+
+__all__ = ["model_breakdown", "total_cost_usd"]
