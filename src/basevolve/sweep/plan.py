@@ -102,7 +102,8 @@ def plan(sweep: SweepConfig, stored: dict[str, dict[str, Any]]) -> list[PlannedR
 
 
 def check_same(run: SweepRun, stored: dict[str, Any]) -> None:
-    expected = run.config.to_dict()
+    # as stored (JSON): a tuple reads back as a list, e.g. ``models`` (issue 25)
+    expected = json.loads(json.dumps(run.config.to_dict(), default=str))
     for key, value in expected.items():
         if key in NOT_IDENTITY or key == "run_id" or key not in stored:
             continue
