@@ -4,8 +4,14 @@ actually chosen."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,9 +56,9 @@ def test_two_endpoints_spend_exactly_c_and_count_flops_per_model(pool, tmp_path)
     assert {m: per[m]["calls_sent"] for m in per} == seen
     assert models_asked == {"weak", "|strong"}
     # FLOPs at each model's own size: 2 P (uncached prompt + completion), row by row
-    for model, p, flops, prompt, cached, completion in _rows(
-            store, "SELECT model, ?, flops, prompt_tokens, cached_tokens, completion_tokens "
-            "FROM calls", 0):
+    for model, flops, prompt, cached, completion in _rows(
+            store, "SELECT model, flops, prompt_tokens, cached_tokens, completion_tokens "
+            "FROM calls"):
         size = P_WEAK if model == "weak" else P_STRONG
         assert flops == pytest.approx(2 * size * (prompt - cached + completion))
     for model in per:
@@ -170,3 +176,129 @@ def test_cost_budget_never_exceeded_with_two_sizes(pool, tmp_path, kind, limit):
             "usd": s["cost_usd"]}[kind]
     assert real == pytest.approx(spent)
     assert s["budget_unfit_call"] is not None and limit - spent < s["budget_unfit_call"]
+
+
+# --------------------------------------------------------------- kill and resume
+def _seeded_by_model(body: dict, index: int) -> str:
+    """A packing program drawn from sha256(model, messages, seed): a function of the
+    request, and better for ``strong`` (so the model bandit has something to learn)."""
+    digest = hashlib.sha256((body.get("model", "") + json.dumps(body["messages"])
+                             + str(body.get("seed"))).encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    scale = (0.85 + 0.15 * u) if body.get("model") == "strong" else (0.45 + 0.3 * u)
+    return "```python\n" + PACKING_PROGRAM.format(scale=scale) + "```\n"
+
+
+def _logical(store: Path) -> dict[str, list[tuple]]:
+    """The run as its decisions and results: a call re-sent after a crash stands in its
+    first call's place (the n-th call decided), pulls by rank."""
+    con = sqlite3.connect(store)
+    try:
+        rows = con.execute("SELECT call_id, reissue_of, call_index FROM calls "
+                           "ORDER BY call_index").fetchall()
+        parent = {c: p for c, p, _ in rows}
+        decided = {cid: n for n, cid in enumerate(c for c, p, _ in rows if p is None)}
+        index_key = {}
+
+        def key(cid: int) -> int:
+            while parent[cid] is not None:
+                cid = parent[cid]
+            return decided[cid]
+
+        for c, _, i in rows:
+            index_key[i] = key(c)
+        calls = sorted((key(r[0]), *r[1:]) for r in con.execute(
+            "SELECT call_id, model, seed, text, counted, flops FROM calls WHERE status='ok'"))
+        events = [(r[0], index_key[r[1]], *r[2:]) for r in con.execute(
+            "SELECT kind, call_index, model, arm, reward, eligible_json FROM model_events "
+            "ORDER BY seq")]
+        pulls = [p for (p,) in con.execute(
+            "SELECT pull_id FROM allocations WHERE kind IN ('assign', 'ask') ORDER BY seq")]
+        rank = {p: i for i, p in enumerate(pulls)}
+        allocations = [(r[0], rank[r[1]], *r[2:]) for r in con.execute(
+            "SELECT kind, pull_id, trajectory, reward FROM allocations ORDER BY seq")]
+        return {"calls": calls, "model_events": sorted(events, key=lambda e: (e[1], e[0])),
+                "allocations": allocations}
+    finally:
+        con.close()
+
+
+def _progress(store: Path) -> tuple[int, int]:
+    """(counted calls, calls sent < 0.1 s ago and still in flight)."""
+    try:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT coalesce(sum(counted),0), coalesce(sum(status='pending' "
+                               "AND created_at > ?),0) FROM calls",
+                               (time.time() - 0.1,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return (0, 0)
+
+
+def test_killed_two_model_run_resumes_exactly(pool, tmp_path):
+    """SIGKILL a two-endpoint run with a model bandit while calls are in flight, resume
+    it: exactly C calls, and (with --deterministic) the same models, rewards and
+    allocation events as an uninterrupted run -- the bandit's state was rebuilt from the
+    store, not started afresh."""
+    args = ["--task", "circle_packing", "--budget", "40", "--allocator", "ucb", "--arms",
+            "3", "--seed", "9", "--max-in-flight", "6", "--deterministic",
+            "--model-allocator", "thompson_plain", "--run-id", "mm"]
+    with LLMTestServer(_seeded_by_model, latency_s=0.3, latency_jitter=0.5,
+                       cached_tokens=0) as weak, \
+            LLMTestServer(_seeded_by_model, latency_s=0.3, latency_jitter=0.5,
+                          cached_tokens=0) as strong:
+        models = ["--model", f"weak,base_url={weak.base_url},params=1e9",
+                  "--model", f"strong,base_url={strong.base_url},params=8e9"]
+        ref = subprocess.run([sys.executable, "-m", "basevolve", "run", *args, *models,
+                              "--store", str(tmp_path / "ref.sqlite"), "--out",
+                              str(tmp_path / "o1"), "--json"],
+                             capture_output=True, text=True, timeout=600)
+        assert ref.returncode == 0, ref.stderr
+        store = tmp_path / "kill.sqlite"
+        base = [sys.executable, "-m", "basevolve", "run", "--store", str(store), "--out",
+                str(tmp_path / "o2")]
+        proc = subprocess.Popen([*base, *args, *models], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        try:
+            while time.monotonic() < deadline:
+                counted, fresh = _progress(store)
+                if counted >= 12 and fresh >= 1:
+                    break
+                assert proc.poll() is None, "run ended before it could be killed"
+                time.sleep(0.01)
+            else:
+                pytest.fail("run never reached the kill point")
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait()
+        done = subprocess.run([*base, "--resume", "mm", "--json"], capture_output=True,
+                              text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    resumed = json.loads(done.stdout.strip().splitlines()[-1])
+    reference = json.loads(ref.stdout.strip().splitlines()[-1])
+    assert resumed["calls_completed"] == 40 and resumed["calls_lost"] >= 1
+    assert {m["model"] for m in resumed["models"]} == {"weak", "strong"}
+    a, b = _logical(tmp_path / "ref.sqlite"), _logical(store)
+    for part in a:
+        assert a[part] == b[part], part
+    assert resumed["best_score"] == reference["best_score"]
+    assert [m["calls"] for m in resumed["models"]] == [m["calls"] for m in reference["models"]]
+
+
+def test_a_models_own_in_flight_limit_holds(pool, tmp_path):
+    """``max_in_flight=2`` on the strong model: its server never holds more than 2
+    requests, while the run keeps up to 8 in flight in all."""
+    with LLMTestServer(seeded_packing_reply, latency_s=0.05) as weak, \
+            LLMTestServer(seeded_packing_reply, latency_s=0.05) as strong:
+        cfg = RunConfig(task="circle_packing", budget=40, model="weak", seed=1,
+                        models=_two(weak.base_url, strong.base_url,
+                                    strong=",weight=3,max_in_flight=2"),
+                        allocator="ucb", arms=4, max_in_flight=8, run_id="lim")
+        s = start_run(cfg, tmp_path / "l.sqlite", pool=pool, out_dir=None)
+        peak = strong.peak_in_flight
+        n_strong = len(strong.requests)
+    assert s["calls_completed"] == 40 and n_strong >= 10
+    assert 1 <= peak <= 2

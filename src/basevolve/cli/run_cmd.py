@@ -192,7 +192,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         changes["run_id"] = generate_run_id(load_task(task, cfg.task_params).name)
     from basevolve.engine.endpoints import run_model  # the API resolves it the same way
 
-    model = run_model(model, args.base_url, args.params)
+    model = run_model(model, cfg.base_url, cfg.params)  # the first --model's own, if given
     if model != cfg.model:
         changes["model"] = model
     return dataclasses.replace(cfg, **changes) if changes else cfg

@@ -196,6 +196,9 @@ def check_run_models(models: Any, model: str, allocator: str | None,
     if isinstance(models, str | bytes) or not isinstance(models, list | tuple):
         raise ConfigError(f"models must be a list of models, got {type(models).__name__}")
     entries = parse_models(models)
+    if allocator is not None and len(entries) < 2:
+        raise ConfigError(f"--model-allocator chooses among several models; give --model at "
+                          f"least twice (got only {entries[0].name!r})")
     if model != entries[0].name:
         raise ConfigError(f"the run's model {model!r} is not the first of --model "
                           f"({entries[0].name!r}); name it first")
