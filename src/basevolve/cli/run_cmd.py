@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
+from basevolve.cli.summary_table import summary_table
 from basevolve.config import (
     CHARGE_UNANSWERED,
     FEEDBACK_MODES,
@@ -209,81 +210,6 @@ def model_args(given: list[str] | None) -> tuple[tuple[str, ...], str | None]:
     from basevolve.llm.ensemble import parse_model
 
     return tuple(given), parse_model(given[0]).name
-
-
-def summary_table(s: dict[str, Any]) -> str:
-    rows = [
-        ("run", s["run_id"]), ("status", s.get("status")), ("task", s["task"]),
-        ("model", s["model"]),
-        _budget_row(s),
-        ("allocator / arms", f"{s['allocator']} / {s['arms']}"),
-        ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
-        *([("replies cut at max_tokens", f"{s['calls_truncated']} of {s['calls_completed']} "
-            "(finish_reason = length; raise --max-tokens)")] if s.get("calls_truncated") else []),
-        ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
-        ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
-        *([("scored by (trust)", s["trust"])] if s.get("trust") else []),
-        *([("evaluator feedback in prompts", s["feedback"])]
-          if s.get("feedback", "none") != "none" else []),
-        ("pulls per arm", " ".join(map(str, s["pulls_per_arm"]))),
-        ("decisions with a choice", "-" if s.get("decisions_with_choice") is None
-         else f"{100 * s['decisions_with_choice']:.1f}% of {s['bandit_decisions']}"),
-        ("tokens prompt / cached / completion",
-         f"{s['prompt_tokens']} / {s['cached_tokens']} / {s['completion_tokens']}"),
-        ("effective FLOPs", f"{s['flops']:.4g}"),
-        ("  of which unmeasured", f"{s.get('flops_unmeasured', 0.0):.4g}"),
-        *([("  of which lost calls", f"{s.get('flops_lost', 0.0):.4g} ("
-            f"{s.get('calls_lost_charged', 0)} of {s['calls_lost']} charged their worst case, "
-            f"--charge-unanswered {s.get('charge_unanswered', 'worst')})")]
-          if s.get("calls_lost") else []),
-        *([("  attempts with impossible usage", str(s["usage_impossible"]))]
-          if s.get("usage_impossible") else []),
-        *_eval_rows(s),
-        *_model_rows(s),
-        ("best program", s.get("best_program") or "-"), ("picture", s.get("picture") or "-"),
-        ("store", s["store"]),
-    ]
-    width = max(len(k) for k, _ in rows)
-    from basevolve.terminal import clean  # model ids, task names: text from outside
-
-    return "\n".join(f"{k:<{width}}  {clean(v)}" for k, v in rows)
-
-
-def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
-    """Evaluation cost of a text task (issue 15): answering calls, their FLOPs/tokens."""
-    if not s.get("eval_calls") and not s.get("eval_cache_hits"):
-        return []
-    charged = "charged" if s.get("count_eval_calls") else "not charged"
-    return [("evaluation calls (cache hits)",
-             f"{s['eval_calls']} ({s['eval_cache_hits']}), {charged} to the budget"),
-            ("evaluation FLOPs / tokens", f"{s['eval_flops']:.4g} / {s['eval_tokens']}")]
-
-
-def _model_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
-    """Calls, tokens, FLOPs, dollars and improvements per model (issue 25), and spend."""
-    models = s.get("models") or []
-    rows = []
-    if len(models) > 1:
-        how = s.get("model_allocator") or "fixed weights"
-        rows.append(("models chosen by", how + (f" (reward {s['model_reward']})"
-                                                 if s.get("model_reward") else "")))
-        for m in models:
-            usd = "" if m["cost_usd"] is None else f", ${m['cost_usd']:.4g}"
-            rows.append((f"  {m['model']}", f"{m['calls']} calls, "
-                         f"{m['prompt_tokens'] + m['completion_tokens']} tokens, "
-                         f"{m['flops']:.4g} FLOPs{usd}, {m['improvements']} improvements"))
-    if s.get("cost_usd") is not None:
-        rows.append(("spend (USD)", f"{s['cost_usd']:.6g}"))
-    return rows
-
-
-def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
-    if s.get("budget_kind", "calls") == "calls":
-        return ("budget C / depth T / breadth N", f"{s['budget']} / {s['depth']} / {s['breadth']}")
-    unit = {"flops": "FLOPs", "usd": "USD"}.get(s["budget_kind"], "tokens")
-    limit = s[f"budget_{s['budget_kind']}"]
-    return (f"budget {unit} (spent) / breadth N",
-            f"{limit:.4g} ({s['budget_spent']:.4g}) / {s['breadth']}")
 
 
 #: Flags that define a run; with --resume they come from the stored config instead.
