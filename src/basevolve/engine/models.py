@@ -110,8 +110,8 @@ class ModelRouter:
 
     def _weights(self, purpose: str) -> list[float]:
         claimed = self._claimed(purpose)
-        if any(claimed):
-            return [(m.entry.weight if m.entry.weight is not None else 1.0) if c else 0.0
+        if any(claimed):  # among its role models by weight (0 or none: 1, the role holds)
+            return [(m.entry.weight or 1.0) if c else 0.0
                     for m, c in zip(self.models, claimed, strict=True)]
         return [m.entry.pool_weight for m in self.models]
 
