@@ -27,7 +27,10 @@ Every key of a block (or of ``[defaults]``) is a :class:`~basevolve.config.RunCo
 field (``task``, ``model``, ``base_url``, ``protocol``, ``protocol_params``,
 ``allocator``, ``arms``, ``budget``, ``depth``, ``seed``, ``max_in_flight`` ...) plus
 ``breadth`` (N, an alternative to ``depth``), ``seeds`` and ``zip``.  A list expands as
-a product; a scalar (or a table, for the ``*_params`` keys) is one value.
+a product; a scalar (or a table, for the ``*_params`` keys) is one value.  ``models`` (a
+run's several models, issue 25) is the exception: a flat list is one model set, a list
+of lists an axis (:mod:`basevolve.sweep.models`); a cost budget (``budget_flops`` ...)
+replaces ``budget``/``depth`` (:mod:`basevolve.sweep.cost`).
 
 Identity: each expanded run gets the id ``task-model-method-C{C}-T{T}-s{seed}-HASH``
 where HASH covers exactly the keys the file gives for that run (``base_url`` excepted:
@@ -56,6 +59,7 @@ from basevolve.sweep.checks import (
     positive_int,
     type_words,
 )
+from basevolve.sweep.cost import COST_KEYS
 from basevolve.sweep.grid import (
     MAX_RUNS,
     NOT_IDENTITY,
@@ -67,6 +71,7 @@ from basevolve.sweep.grid import (
     powers_of_two,
     prepare_block,
 )
+from basevolve.sweep.models import model_lists
 
 DEFAULT_ENDPOINT_LIMIT = 16
 #: RunConfig fields a grid may name; ``run_id`` is derived, never given.
@@ -192,6 +197,19 @@ def _merge(defaults: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
             merged.pop(b, None)
         if b in block and a not in block:
             merged.pop(a, None)
+    budgets = ("budget", *COST_KEYS)  # one budget per run: the block's replaces the defaults'
+    if any(k in block for k in budgets):
+        for k in budgets:
+            if k not in block:
+                merged.pop(k, None)
+        if any(k in block for k in COST_KEYS) and "depth" not in block:
+            merged.pop("depth", None)  # a cost budget has no depth (breadth = N instead)
+    if "models" in block:  # the block's models replace the defaults' single model
+        for k in ("model", "params"):
+            if k not in block:
+                merged.pop(k, None)
+    elif "model" in block:
+        merged.pop("models", None)
     return merged
 
 
@@ -232,6 +250,8 @@ def _values(key: str, value: Any, where: str, source: str) -> list[Any] | range:
         for v in vals:
             positive_int(v, f"{where}.breadth", source)
         return vals
+    if key == "models":  # one model set, or a list of sets (issue 25; sweep/models.py)
+        return model_lists(value, where, source)
     if key == "params":  # "8B" as --params takes it (issue 24, item 2)
         return [_params_value(v, where, source) for v in vals]
     ann = field_type(key)

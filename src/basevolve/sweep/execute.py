@@ -15,6 +15,8 @@ from typing import Any
 
 from basevolve.errors import BasevolveError, ConfigError
 from basevolve.sweep.config import SweepConfig, load_sweep
+from basevolve.sweep.cost import check_first_calls
+from basevolve.sweep.models import check_run_models, model_endpoints
 from basevolve.sweep.plan import PlannedRun, plan
 from basevolve.sweep.progress import SweepProgress
 from basevolve.sweep.status import read_state
@@ -49,7 +51,12 @@ def check_names(sweep: SweepConfig) -> None:
                    lambda v: load_task(v[0], json.loads(v[1]))),
                   ("protocol", cfg.protocol, PROTOCOLS.get),
                   ("allocator", cfg.allocator, ALLOCATORS.get),
-                  ("model", (cfg.model, cfg.params, cfg.base_url), _check_model))
+                  ("model", (cfg.model, cfg.params, cfg.base_url), _check_model),
+                  ("models", json.dumps([cfg.models, cfg.base_url, cfg.params,
+                                         cfg.budget_kind], sort_keys=True, default=str),
+                   lambda _v, cfg=cfg: check_run_models(cfg)),
+                  (f"budget_{cfg.budget_kind}", json.dumps(cfg.to_dict(), sort_keys=True, default=str),
+                   lambda _v, cfg=cfg: check_first_calls(cfg)))
         for key, value, check in checks:
             if (key, value) in seen:
                 continue
@@ -75,10 +82,23 @@ def _check_model(value: tuple[str, float | None, str | None]) -> None:
 
 
 def probe_endpoints(sweep: SweepConfig) -> None:
+    """Every endpoint of the grid answers: each run's, then each model's own (issue 25:
+    a second endpoint that is down is one line naming the model and its grid block)."""
     from basevolve.engine.endpoints import probe_endpoint
+    from basevolve.errors import LLMError
 
     for url in sorted({t.config.base_url for t in sweep.runs.templates if t.config.base_url}):
         probe_endpoint(url)
+    seen: set[str] = set()
+    for t in sweep.runs.templates:
+        for name, url in model_endpoints(t.config):
+            if url.rstrip("/") in seen:
+                continue
+            seen.add(url.rstrip("/"))
+            try:
+                probe_endpoint(url, what=f"endpoint of model {name!r}")
+            except LLMError as exc:
+                raise LLMError(f"{sweep.source}: grid[{t.block}].models: {exc}") from None
 
 
 def prepare(config: str | Path | SweepConfig, store_path: str | Path) -> tuple[

@@ -31,6 +31,7 @@ from typing import Any, overload
 
 from basevolve.config import MAX_RUN_ID, MAX_SEED, RUN_ID_PATTERN, RunConfig
 from basevolve.errors import ConfigError
+from basevolve.sweep import cost, models
 from basevolve.tasks.identity import resolve_task_spec
 
 POWERS_OF_2 = "powers-of-2"
@@ -184,11 +185,21 @@ class GridRuns(Sequence[SweepRun]):
         return [SweepRun(self, j) for j in first.values()]
 
     def total_budget(self) -> int:
-        """Sum of C over all runs (per template, times its runs)."""
+        """Sum of C over all runs with a call budget (per template, times its runs); a
+        cost-budget run's number of calls is not known before it ends (sweep/cost.py)."""
+        return sum(self.templates[t].config.budget * n for t, n in self._per_template()
+                   if self.templates[t].config.budget_kind == "calls")
+
+    def cost_runs(self) -> int:
+        """Runs with a FLOPs, token or dollar budget (not counted by :meth:`total_budget`)."""
+        return sum(n for t, n in self._per_template()
+                   if self.templates[t].config.budget_kind != "calls")
+
+    def _per_template(self) -> list[tuple[int, int]]:
         counts: dict[int, int] = {}
         for t in self._tidx:
             counts[t] = counts.get(t, 0) + 1
-        return sum(self.templates[t].config.budget * n for t, n in counts.items())
+        return list(counts.items())
 
     def _add(self, template: int, seed: int, run_id: str) -> None:
         self._tidx.append(template)
@@ -294,9 +305,13 @@ def expand(blocks: list[Block], source: str) -> GridRuns:
 
 
 def _resolve_depths(given: dict[str, Any], where: str, source: str) -> list[dict[str, Any]]:
+    priced = cost.resolve(given, where, source)  # budget_flops/_tokens/_usd (issue 25)
+    if priced is not None:
+        return [priced]
     budget = given.get("budget")
     if budget is None:
-        raise ConfigError(f"{source}: {where}: no budget; every run needs budget = C")
+        raise ConfigError(f"{source}: {where}: no budget; every run needs budget = C (or "
+                          "budget_flops, budget_tokens or budget_usd with breadth = N)")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"{source}: {where}.budget must be an integer >= 1, got {budget!r}")
     if "breadth" in given:
@@ -321,7 +336,8 @@ def _add_run(grid: GridRuns, given: dict[str, Any], block: Block, source: str) -
     seed = given.get("seed", 0)
     key = (block.index, tuple((k, _hashable(v)) for k, v in sorted(given.items())
                               if k != "seed"))
-    identity = {k: v for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
+    identity = {k: models.identity(v) if k == "models" else v
+                for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
     known = grid._template_of.get(key)
     if known is None:
@@ -346,7 +362,7 @@ def _add_run(grid: GridRuns, given: dict[str, Any], block: Block, source: str) -
 def _validated(given: dict[str, Any], run_id: str, where: str, source: str) -> RunConfig:
     # A task file runs by absolute path (resume from anywhere); the id keeps the path as
     # written, so moving the sweep folder does not rename its runs.
-    given = {**given, "task": resolve_task_spec(str(given["task"]))}
+    given = {**models.primary(given), "task": resolve_task_spec(str(given["task"]))}
     try:
         return RunConfig(**given, run_id=run_id)
     except ConfigError as exc:
@@ -365,9 +381,11 @@ def _readable(given: dict[str, Any]) -> list[str]:
     alloc = given.get("allocator", "single")
     if alloc != "single":
         method += f"+{alloc}-K{given.get('arms', 1)}"
-    parts = [str(given["task"]), str(given.get("model", "embedded")), method,
-             f"C{given['budget']}", f"T{given.get('depth', given['budget'])}",
-             f"s{given.get('seed', 0)}"]
+    model = models.readable(given["models"]) if given.get("models") and "model" not in given \
+        else str(given.get("model", "embedded"))
+    size = cost.readable(given) or [f"C{given['budget']}",
+                                    f"T{given.get('depth', given['budget'])}"]
+    parts = [str(given["task"]), model, method, *size, f"s{given.get('seed', 0)}"]
     return [_UNSAFE.sub("_", p).strip("_") or "x" for p in parts]
 
 

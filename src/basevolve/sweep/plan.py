@@ -102,12 +102,21 @@ def plan(sweep: SweepConfig, stored: dict[str, dict[str, Any]]) -> list[PlannedR
 
 
 def check_same(run: SweepRun, stored: dict[str, Any]) -> None:
-    # as stored (JSON): a tuple reads back as a list, e.g. ``models`` (issue 25)
+    # as stored (JSON): a tuple reads back as a list, e.g. ``models`` (issue 25); each
+    # model without its base_url (where it is served is not what runs), and a horizon
+    # the engine set for a cost budget (sweep/cost.py) is not the file's
+    from basevolve.sweep.models import identity
+
     expected = json.loads(json.dumps(run.config.to_dict(), default=str))
     for key, value in expected.items():
         if key in NOT_IDENTITY or key == "run_id" or key not in stored:
             continue
-        if stored[key] != value:
+        if key == "horizon" and value is None:
+            continue
+        theirs = stored[key]
+        if key == "models" and isinstance(theirs, list) and isinstance(value, list):
+            value, theirs = identity(value), identity(theirs)
+        if theirs != value:
             raise StoreError(
                 f"run {run.run_id!r} is already in the store with {key} = {stored[key]!r}, "
                 f"but the sweep config gives {value!r}; use another --store or remove the "

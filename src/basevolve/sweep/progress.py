@@ -46,6 +46,11 @@ def _key_order(k: str) -> tuple[int, str]:
 
 
 def _show(v: Any) -> str:
+    if isinstance(v, tuple | list) and v and all(isinstance(m, dict) and "name" in m
+                                                 for m in v):  # a run's models (issue 25)
+        from basevolve.sweep.models import show
+
+        return show(v)
     if isinstance(v, dict):
         return ",".join(f"{a}:{b}" for a, b in sorted(v.items())) or "{}"
     return str(v)
@@ -72,6 +77,7 @@ class SweepProgress:
         self.runs = {rid: i for i, rid in enumerate(self.grid.ids())}  # run id -> index
         self.labels = cell_labels(self.grid)
         self.total_calls = self.grid.total_budget()
+        self.cost_runs = self.grid.cost_runs()  # their calls are not known in advance
         self.calls: dict[str, int] = {}
         self.flops: dict[str, float] = {}
         self.best: dict[str, float | None] = {}
@@ -135,6 +141,10 @@ class SweepProgress:
         elapsed = time.monotonic() - self.started
         rate = (done_calls - self.calls_at_start) / elapsed if elapsed > 0 else 0.0
         left = self.total_calls - done_calls
+        if self.cost_runs:  # a cost budget has no call count: ETA from finished runs
+            finished = counts["done"] + counts["failed"] + counts["skipped"]
+            run_rate = finished / elapsed if elapsed > 0 else 0.0
+            left, rate = len(self.runs) - finished, run_rate
         return {
             "runs_total": len(self.runs), "runs_done": counts["done"],
             "runs_running": counts["running"], "runs_failed": counts["failed"],
@@ -162,7 +172,8 @@ class SweepProgress:
         t = self.totals()
         failed = f", {t['runs_failed']} failed" if t["runs_failed"] else ""
         return (f"sweep {self.name}: runs {t['runs_done']}/{t['runs_total']} done, "
-                f"{t['runs_running']} running{failed} | calls {t['calls']}/{t['calls_total']}"
+                f"{t['runs_running']} running{failed} | calls {t['calls']}"
+                f"{'' if self.cost_runs else '/' + str(t['calls_total'])}"
                 f" | FLOPs {t['flops']:.3g} | {fmt_duration(t['elapsed_s'])} elapsed, "
                 f"ETA {fmt_duration(t['eta_s'])}")
 

@@ -102,6 +102,7 @@ def sweep_status(sweep: SweepConfig, store_path: str | Path, *,
         "sweep": sweep.name, "store": str(store_path), "runs_total": len(sweep.runs),
         "runs": counts, "calls": int(calls),
         "calls_total": sweep.runs.total_budget(), "flops": flops,
+        "cost_runs": sweep.runs.cost_runs(),  # not in calls_total: no C (sweep/cost.py)
         "complete": counts["finished"] == len(sweep.runs),
         "cells": list(cells.values()), "run_list": runs,
         # the end-of-sweep summary so far: this sweep's thresholds, per-cell CIs (issue 24)
@@ -131,7 +132,9 @@ def render_status(doc: dict[str, Any]) -> str:
         f"sweep {doc['sweep']} in {doc['store']}: {r['finished']}/{doc['runs_total']} runs "
         f"finished, {r['running']} running, {r['interrupted']} interrupted, {r['failed']} "
         f"failed, {r['pending']} not started",
-        f"calls {doc['calls']}/{doc['calls_total']}, effective FLOPs {doc['flops']:.4g}",
+        f"calls {doc['calls']}"
+        f"{'' if doc.get('cost_runs') else '/' + str(doc['calls_total'])}, "
+        f"effective FLOPs {doc['flops']:.4g}",
         "",
     ]
     width = max([len(c["cell"]) for c in doc["cells"]] + [4])
