@@ -152,7 +152,8 @@ def test_export_writes_tidy_tables(store_path, tmp_path, fmt):
     paths = export_tables(store_path, tmp_path / "out", fmt, run_id="r")
     names = sorted(p.stem for p in paths)
     assert names == sorted(["runs_raw", "calls", "attempts", "programs", "allocations",
-                            "trajectories_raw", "eval_calls"])  # issue 24, item 13
+                            "trajectories_raw", "eval_calls",  # issue 24, item 13
+                            "model_events", "models"])  # issue 25
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     assert len(read(tmp_path / "out" / f"programs.{fmt}")) == 4
     assert len(read(tmp_path / "out" / f"calls.{fmt}")) == 3

@@ -5,7 +5,8 @@ as ``runs_raw`` and ``trajectories_raw``, issue 24, item 13); ``export --for-ana
 writes the three tidy tables the analysis reads instead (``runs``, ``trajectories``,
 ``children``: finished runs only, exactly what ``analyze --store`` uses), so
 ``analyze --input runs.csv --trajectories trajectories.csv --children children.csv``
-gives the same result as ``analyze --store`` (issue 12, item 5).
+gives the same result as ``analyze --store`` (issue 12, item 5); a store with runs of
+several models adds ``per_model`` (read by ``analyze --per-model``; issue 25).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=runs_command)
     e = sub.add_parser("export", help="write a store's tables as CSV or Parquet",
                        description="Write the tables of a store (runs_raw, calls, attempts, "
-                                   "programs, allocations, trajectories_raw, eval_calls) as "
+                                   "programs, allocations, trajectories_raw, eval_calls, "
+                                   "model_events) and the per-model breakdown (models) as "
                                    "CSV or Parquet files, or with --for-analysis the tidy "
-                                   "tables (runs, trajectories, children) that "
-                                   "`basevolve analyze --input` reads.")
+                                   "tables (runs, trajectories, children; per_model for runs "
+                                   "with several models) that `basevolve analyze --input` "
+                                   "reads.")
     e.add_argument("--store", required=True, help="run store file")
     e.add_argument("--run", help="only this run id")
     e.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -60,6 +63,7 @@ def _open(path: str) -> RunStore:
 def runs_command(args: argparse.Namespace) -> int:
     from basevolve.config import RunConfig
     from basevolve.engine.budget import budget_report
+    from basevolve.store.per_model import model_breakdown, total_cost_usd
 
     with _open(args.store) as store:
         runs = store.list_runs()
@@ -69,6 +73,8 @@ def runs_command(args: argparse.Namespace) -> int:
             best = store.query("SELECT max(score) FROM programs WHERE run_id=?", (r["run_id"],))[0][0]
             cfg = RunConfig.from_dict(json.loads(r["config_json"]))
             budget = budget_report(store, cfg, r["active_params"])
+            # per model (issue 25): the summary's own breakdown, one model for older runs
+            models = model_breakdown(store.query, r["run_id"], r["model"])
             rows.append({"run_id": r["run_id"], "status": r["status"], "task": r["task"],
                          "model": r["model"], "allocator": r["allocator"], "arms": r["arms"],
                          **budget, "depth": r["depth"] if budget["budget"] else None,
@@ -81,11 +87,15 @@ def runs_command(args: argparse.Namespace) -> int:
                          "usage_impossible": totals["usage_impossible"],
                          "decisions_with_choice": totals["decisions_with_choice"],
                          **{k: totals[k] for k in ("eval_calls", "eval_cache_hits",
-                                                   "eval_flops", "eval_tokens")}})
+                                                   "eval_flops", "eval_tokens")},
+                         "models": models, "cost_usd": total_cost_usd(models)})
     if args.json:
         print(json.dumps(rows))
         return 0
-    head = ("run_id", "status", "task", "budget", "calls_completed", "best_score")
+    head: tuple[str, ...] = ("run_id", "status", "task", "budget", "calls_completed",
+                             "best_score")
+    if any(len(r["models"]) > 1 for r in rows):  # a column only where a run mixed models
+        head = (*head[:3], "models", *head[3:])
     table = [head] + [tuple(_cell(r, h) for h in head) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     for row in table:
@@ -95,6 +105,8 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def _cell(row: dict[str, Any], column: str) -> str:
     value = row[column]
+    if column == "models":  # "weak+strong", in order of first use (issue 25)
+        value = "+".join(m["model"] for m in value) or row["model"]
     if column == "budget" and value is None:  # a FLOPs or token budget
         unit = "FLOPs" if row["budget_kind"] == "flops" else "tokens"
         return f"{row['budget_flops'] or row['budget_tokens']:.3g} {unit}"
@@ -136,7 +148,9 @@ def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None,
                               "or export with --format csv") from None
     tables = load_tables(store=store, budget_axis=budget_axis)
     frames = {"runs": tables.runs, "trajectories": tables.trajectories,
-              "children": tables.children}
+              "children": tables.children,
+              # only when a run used several models (issue 25): `analyze --per-model`
+              "per_model": tables.per_model}
     paths = []
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -145,6 +159,8 @@ def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None,
                 continue
             if run_id is not None:
                 df = df[df["run_id"] == run_id]
+                if name == "per_model" and len(df) == 0:  # that run used one model
+                    continue
             path = out / f"{name}.{fmt}"
             if fmt == "csv":
                 df.to_csv(path, index=False)

@@ -11,6 +11,7 @@ Appendix "Effective FLOPs"): the sum over all stored calls and their attempts.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,13 @@ TRAJECTORY_COLUMNS = ["run_id", "step", "calls", "generation", "best_fitness", "
                       "arm"]
 CHILDREN_COLUMNS = ["run_id", "step", "fitness"]
 RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajectories",
-              "eval_calls")  # eval_calls: a text task's answering-LLM calls (issue 15)
+              "eval_calls",  # eval_calls: a text task's answering-LLM calls (issue 15)
+              "model_events")  # the model bandit's ask/tell/cancel rows (issue 25)
+#: the per-model breakdown of every run (issue 25): :func:`models_table`, written by
+#: ``export`` as ``models``; the same numbers as the summary's ``models`` and ``runs --json``
+MODEL_COLUMNS = ["run_id", "model", "calls", "calls_sent", "calls_failed", "calls_lost",
+                 "prompt_tokens", "cached_tokens", "completion_tokens", "flops", "cost_usd",
+                 "children", "valid_children", "improvements", "gain"]
 #: file names of the raw tables whose names the tidy tables of ``export --for-analysis``
 #: (runs, trajectories, children: what ``analyze --input`` reads) already use.  Both
 #: exports wrote a ``runs.csv`` and a ``trajectories.csv`` with different contents, and
@@ -56,6 +63,7 @@ def runs_table(store_path: str | Path) -> pd.DataFrame:
                r.active_params AS params,
                CASE WHEN json_extract(r.config_json, '$.budget_flops') IS NOT NULL THEN 'flops'
                     WHEN json_extract(r.config_json, '$.budget_tokens') IS NOT NULL THEN 'tokens'
+                    WHEN json_extract(r.config_json, '$.budget_usd') IS NOT NULL THEN 'usd'
                     ELSE 'calls' END AS budget_kind,
                json_extract(r.config_json, '$.budget_flops') AS budget_flops,
                json_extract(r.config_json, '$.budget_tokens') AS budget_tokens
@@ -134,16 +142,46 @@ def raw_table(store_path: str | Path, table: str, run_id: str | None = None) -> 
         where = " WHERE c.run_id = ?"
     else:
         sql, where = f"SELECT * FROM {table}", " WHERE run_id = ?"
-    if run_id is None:
-        return _read(store_path, sql)
-    return _read(store_path, sql + where, (run_id,))
+    df = _read(store_path, sql) if run_id is None else _read(store_path, sql + where, (run_id,))
+    if table == "calls" and len(df):  # a call of an older run: the run's one model (issue 25)
+        names = _read(store_path, "SELECT run_id, model FROM runs")
+        run_model = df["run_id"].map(dict(zip(names["run_id"], names["model"], strict=True)))
+        df["model"] = df["model"].astype(object).where(df["model"].notna(), run_model)
+    return df
+
+
+def several_model_runs(store_path: str | Path) -> list[str]:
+    """The runs whose calls name two or more models (one cheap query; issue 25)."""
+    df = _read(store_path, "SELECT run_id FROM calls GROUP BY run_id "
+                           "HAVING count(DISTINCT model) >= 2")
+    return [str(r) for r in df["run_id"]]
+
+
+def models_table(store_path: str | Path, run_id: str | None = None,
+                 only: Collection[str] | None = None) -> pd.DataFrame:
+    """One row per (run, model): :data:`MODEL_COLUMNS`, from
+    :func:`~basevolve.store.per_model.model_breakdown` (issue 25), so the export shows
+    the numbers of the run's summary and ``runs --json``.  A run from before several
+    models existed has one row, its model; ``cost_usd`` is empty for an unpriced model.
+    ``only``: just these runs."""
+    from basevolve.store.per_model import model_breakdown
+
+    rows = []
+    with RunStore(store_path, create=False) as store:
+        runs = store.query("SELECT run_id, model FROM runs ORDER BY created_at")
+        for r in runs:
+            if (run_id is None or r["run_id"] == run_id) and (only is None
+                                                             or r["run_id"] in only):
+                rows += [{"run_id": r["run_id"], **m}
+                         for m in model_breakdown(store.query, r["run_id"], r["model"])]
+    return pd.DataFrame(rows, columns=MODEL_COLUMNS)
 
 
 def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
                   run_id: str | None = None) -> list[Path]:
     """Write every raw table as ``<table>.csv`` or ``<table>.parquet`` (``runs`` and
-    ``trajectories`` as ``runs_raw`` and ``trajectories_raw``: :data:`RAW_FILE_NAMES`);
-    return the paths."""
+    ``trajectories`` as ``runs_raw`` and ``trajectories_raw``: :data:`RAW_FILE_NAMES`),
+    and the per-model breakdown as ``models`` (:func:`models_table`); return the paths."""
     writers = {"csv": lambda df, p: df.to_csv(p, index=False),
                "parquet": lambda df, p: df.to_parquet(p, index=False)}
     if fmt not in writers:
@@ -169,6 +207,9 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
             path = out / f"{RAW_FILE_NAMES.get(table, table)}.{fmt}"
             writers[fmt](raw_table(store_path, table, run_id), path)
             paths.append(path)
+        path = out / f"models.{fmt}"  # the per-model breakdown (issue 25)
+        writers[fmt](models_table(store_path, run_id), path)
+        paths.append(path)
     except OSError as exc:
         where = exc.filename or out
         raise ConfigError(f"cannot write the export to {str(out)!r}: "
