@@ -6,7 +6,8 @@ fixed order, so results do not depend on which other groups are present.
 
 Result keys (DataFrames): ``summary``, ``cells``, ``envelope``, ``flops_fit``,
 ``collapse``, ``bilinear``, ``optimal_depth``, ``gate``, ``thresholds``, ``table1``,
-``table6``, ``table7``.
+``table6``, ``table7``; and ``models`` only when some analysed run used several models
+(:mod:`basevolve.analysis.per_model`, issue 25).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from basevolve.analysis.grouped import (
     methods_at_budget,
     summary,
 )
+from basevolve.analysis.per_model import per_model_table
 from basevolve.analysis.tables import Tables
 from basevolve.analysis.thresholds import time_to_threshold
 from basevolve.errors import ConfigError
@@ -295,6 +297,9 @@ def analyze(tables: Tables, config: AnalysisConfig | None = None) -> AnalysisRes
     out.tables["table1"] = methods_at_budget(summ)
     out.tables["table6"] = allocator_by_protocol(summ)
     out.tables["table7"] = arms_table(summ)
+    models = per_model_table(runs, tables.per_model)
+    if models is not None:  # absent for single-model runs: their outputs stay as they were
+        out.tables["models"] = models
     return out
 
 

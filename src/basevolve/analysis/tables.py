@@ -35,6 +35,9 @@ counts every call up to the step, failed ones included (Appendix "Effective FLOP
 **Children table** (optional): ``run_id, step, fitness`` -- every child's score; used
 only for the T = 1 child-fitness histogram (Appendix "Distribution").
 
+**Per-model table** (optional; runs with several models, issue 25): one row per (run,
+model), see :mod:`basevolve.analysis.per_model`.
+
 **Method names** (summary rows, Tables 1/3): derived by :func:`method_name` --
 ``greedy T=8`` for a plain greedy run, ``openevolve`` for another protocol without
 BaSE, ``base-ucb K=10`` for BaSE over greedy trajectories and
@@ -93,6 +96,8 @@ class Tables:
     trajectories: pd.DataFrame | None = None
     children: pd.DataFrame | None = None
     budget_axis: str = "calls"
+    #: rows of the analysed runs that used several models (None: no such run; issue 25)
+    per_model: pd.DataFrame | None = None
 
 
 def on_budget_axis(runs: pd.DataFrame, axis: str) -> tuple[pd.DataFrame, str]:
@@ -333,12 +338,15 @@ def load_tables(
     store: str | Path | None = None,
     children: str | Path | pd.DataFrame | None = None,
     budget_axis: str = "calls",
+    per_model: str | Path | pd.DataFrame | None = None,
 ) -> Tables:
     """Load and validate the analysis inputs from files, DataFrames or a store.
 
     Exactly one of ``input`` (runs table) and ``store`` must be given.  Empty
     trajectory/children tables are treated as absent.  Only runs whose budget is of kind
     ``budget_axis`` are analysed (:func:`on_budget_axis`; the others are named on stderr).
+    ``per_model`` (else a store's per-model breakdown) is kept for the analysed runs that
+    used several models (:mod:`basevolve.analysis.per_model`).
     """
     if (input is None) == (store is None):
         raise ConfigError("give exactly one of --input RUNS (CSV/Parquet) or --store FILE")
@@ -362,8 +370,11 @@ def load_tables(
         else None
     )
     kids_v = validate_children(children) if children is not None and len(children) else None
-    return Tables(runs=validate_runs(runs, budget_axis), trajectories=traj_v, children=kids_v,
-                  budget_axis=budget_axis)
+    runs_v = validate_runs(runs, budget_axis)
+    from basevolve.analysis.per_model import load_per_model  # runs with several models
+
+    return Tables(runs=runs_v, trajectories=traj_v, children=kids_v, budget_axis=budget_axis,
+                  per_model=load_per_model(per_model, store, runs_v["run_id"]))
 
 
 __all__ = [

@@ -24,6 +24,10 @@ PRINTED: tuple[tuple[str, str], ...] = (
     ("gate", "Capability gate (Table 4)"),
     ("thresholds", "Time to threshold (Table 3)"),
 )
+#: printed only when the analysis has them: ``models`` for runs with several models (issue 25)
+PRINTED_IF_PRESENT: tuple[tuple[str, str], ...] = (
+    ("models", "Per model (runs with several models): calls, tokens, FLOPs, USD, gain"),
+)
 
 
 # Printed under a table whose fitted numbers came out NaN, so a reader learns why the
@@ -67,6 +71,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="children table (run_id, step, fitness) for the T=1 histogram",
     )
+    p.add_argument(
+        "--per-model",
+        metavar="FILE",
+        help="per-model table (run_id, model, calls, tokens, flops, cost_usd, improvements, "
+             "gain) of runs with several models, as `export` writes it",
+    )
     p.add_argument("--resamples", type=int, default=None,
                    help="bootstrap resamples (default: the sweep's own, as it stored them, "
                         "else 1000)")
@@ -106,8 +116,9 @@ ANALYZE_DESCRIPTION = (
     "The paper's statistics (per-configuration fitness with bootstrap CIs, the "
     "fitness-compute envelope, the depth-breadth fit, the capability gate, thresholds) "
     "from a run store (--store FILE) or from tidy tables (--input runs.csv "
-    "[--trajectories trajectories.csv] [--children children.csv], e.g. written by "
-    "`basevolve export --for-analysis`). Prints readable tables, or one JSON document "
+    "[--trajectories trajectories.csv] [--children children.csv] [--per-model "
+    "per_model.csv], e.g. written by `basevolve export --for-analysis`). Runs with several "
+    "models add a per-model table. Prints readable tables, or one JSON document "
     "with --json (NaN as null)."
 )
 REPORT_DESCRIPTION = (
@@ -141,7 +152,7 @@ def _load_and_analyze(args: argparse.Namespace):
 
     tables = load_tables(
         input=args.input, trajectories=args.trajectories, store=args.store, children=args.children,
-        budget_axis=args.budget_axis,
+        budget_axis=args.budget_axis, per_model=args.per_model,
     )
     # after the tables: a wrong --store is one line without statsmodels' ~1 s (issue 24, item 8)
     from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
@@ -185,7 +196,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     ):
         from basevolve.terminal import clean  # task and model names from the store
 
-        for key, title in PRINTED:
+        extra = tuple((k, t) for k, t in PRINTED_IF_PRESENT if k in result.tables)
+        for key, title in (*PRINTED, *extra):
             df = result.tables[key].map(lambda v: clean(v) if isinstance(v, str) else v)
             print(f"== {title} ==")
             print(

@@ -122,6 +122,35 @@ TABLES: tuple[TableSpec, ...] = (
 )
 
 
+#: Report tables shown only when the analysis has their result table: ``models`` exists
+#: only for runs with several models (issue 25), so single-model reports are unchanged.
+OPTIONAL_TABLES: tuple[TableSpec, ...] = (
+    _of_result(
+        "models",
+        "Per model, runs with several models (issue 25): calls, share of calls, tokens, "
+        "effective FLOPs, USD (--- = unpriced), improvements, gain and gain per 1e15 FLOPs, "
+        "summed over the runs of each configuration",
+        lambda df: tab.frame_grid(
+            df,
+            ["task", "ensemble", "budget", "method", "model"],
+            {
+                "runs": _num_fmt(0),
+                "calls": _num_fmt(0),
+                "calls_share": _num_fmt(3),
+                "prompt_tokens": _num_fmt(0),
+                "cached_tokens": _num_fmt(0),
+                "completion_tokens": _num_fmt(0),
+                "flops": _num_fmt(),
+                "cost_usd": _num_fmt(),
+                "improvements": _num_fmt(0),
+                "gain": _num_fmt(),
+                "gain_per_1e15_flops": _num_fmt(),
+            },
+        ),
+    ),
+)
+
+
 def _figure_block(name: str, caption: str, made: bool) -> str:
     if not made:
         return f"<figure><p><em>{html.escape(caption)} -- skipped: the input has no data for it.</em></p></figure>"
@@ -171,7 +200,7 @@ def write_report(
     root = Path(out)
     (root / "figures").mkdir(parents=True, exist_ok=True)
     md_parts, tex_parts, html_parts = ["# basevolve analysis report\n"], [], []
-    for spec in TABLES:
+    for spec in (*TABLES, *(s for s in OPTIONAL_TABLES if s.name in result.tables)):
         grid = spec.build(result)
         md = tab.to_markdown(grid, spec.caption)
         md_parts.append(md)
@@ -216,4 +245,4 @@ def write_report(
     return index
 
 
-__all__ = ["TABLES", "TableSpec", "write_report"]
+__all__ = ["OPTIONAL_TABLES", "TABLES", "TableSpec", "write_report"]
