@@ -79,8 +79,14 @@ class ReadOnlyStore:
             self._local.con = con
         return con
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
-        return self.db.execute(sql, params).fetchall()
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *,
+              plain: bool = False) -> list[Any]:
+        """The rows of ``sql``; ``plain``: as tuples, not :class:`sqlite3.Row` (cheaper
+        for the thousands of rows of a long run that only become numpy columns)."""
+        cur = self.db.cursor()
+        if plain:
+            cur.row_factory = None
+        return cur.execute(sql, params).fetchall()
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Row | None:
         return self.db.execute(sql, params).fetchone()
@@ -122,7 +128,7 @@ def columns(rows: Sequence[Any], names: Sequence[str], *, floats: frozenset[str]
     out: dict[str, Any] = {}
     for name, col in zip(names, cols, strict=True):
         if name in floats:
-            out[name] = np.array([np.nan if v is None else v for v in col], dtype=float)
+            out[name] = np.array(col, dtype=float)  # None -> nan
         else:
             out[name] = np.array(col, dtype=bool if name in bools else np.int64)
     return out

@@ -47,14 +47,29 @@ class Programs:
         return self.cols["program_id"][self.cols["has_error"]].tolist()
 
 
-def lineage(programs: Programs, parents: set[int],
-            call_of: dict[int, int]) -> list[dict[str, Any]]:
+def call_indexes(call_ids: np.ndarray, call_index: np.ndarray,
+                 wanted: list[Any]) -> list[int | None]:
+    """The call index of each of ``wanted`` call ids (None: no such call), looked up in
+    the run's calls (``call_ids`` aligned with ``call_index``) without a dict of them all."""
+    if not wanted:
+        return []
+    order = np.argsort(call_ids, kind="stable")
+    ids = call_ids[order]
+    want = np.array([np.nan if w is None else w for w in wanted], dtype=float)
+    pos = np.minimum(np.searchsorted(ids, want), max(ids.size - 1, 0))
+    hit = (ids[pos] == want) if ids.size else np.zeros(want.size, dtype=bool)
+    found = call_index[order][pos].tolist() if ids.size else []
+    return [int(found[i]) if h else None for i, h in enumerate(hit.tolist())]
+
+
+def lineage(programs: Programs, parents: set[int], call_ids: np.ndarray,
+            call_index: np.ndarray) -> list[dict[str, Any]]:
     """Accepted programs and their ancestors (the tree of the run's progress).
 
     Accepted = used as a parent by some call (``parents``), or the best of its
     trajectory (the first told of its highest valid score); every ancestor of an
-    accepted program is shown too so the tree is connected.  ``call_of``: call id ->
-    call index.
+    accepted program is shown too so the tree is connected.  ``call_ids`` and
+    ``call_index``: the run's calls, to give each program the index of its call.
     """
     c = programs.cols
     ids = c["program_id"]
@@ -74,10 +89,9 @@ def lineage(programs: Programs, parents: set[int],
             keep[i] = True
             up = parent[i]
             i = None if up != up else index.get(int(up))  # NaN: no parent
-    out = []
-    for i in np.flatnonzero(keep).tolist():
-        p = programs.rows[i]
-        out.append({"id": p[0], "parent": p[6], "score": p[7], "valid": bool(p[8]),
-                    "trajectory": p[4], "generation": p[5], "initial": bool(p[2]),
-                    "call_index": call_of.get(p[1]), "parent_of_calls": p[0] in parents})
-    return out
+    shown = [programs.rows[i] for i in np.flatnonzero(keep).tolist()]
+    at = call_indexes(call_ids, call_index, [p[1] for p in shown])
+    return [{"id": p[0], "parent": p[6], "score": p[7], "valid": bool(p[8]),
+             "trajectory": p[4], "generation": p[5], "initial": bool(p[2]),
+             "call_index": c, "parent_of_calls": p[0] in parents}
+            for p, c in zip(shown, at, strict=True)]

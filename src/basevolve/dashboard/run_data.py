@@ -73,6 +73,13 @@ def _with_children(rows: RunRows, programs: Programs) -> dict[str, np.ndarray]:
     return calls
 
 
+def _unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an integer array, without its first-call import of ``numpy.ma``
+    (7 ms of a long run's first page view)."""
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
+
+
 def thin_steps(series: np.ndarray, limit: int | None = None) -> np.ndarray:
     """Column indices of ``series`` (lines x points) that draw the same step lines.
 
@@ -84,17 +91,17 @@ def thin_steps(series: np.ndarray, limit: int | None = None) -> np.ndarray:
     if n <= limit:
         return np.arange(n)
     change = np.flatnonzero(np.any(series[:, 1:] != series[:, :-1], axis=0))
-    keep = np.unique(np.concatenate([[0, n - 1], change, change + 1]))
+    keep = _unique(np.concatenate([[0, n - 1], change, change + 1]))
     if keep.size > limit:
-        keep = np.unique(keep[np.linspace(0, keep.size - 1, limit).round().astype(int)])
+        keep = _unique(keep[np.linspace(0, keep.size - 1, limit).round().astype(int)])
     return keep
 
 
 def even(n: int, limit: int | None = None) -> np.ndarray:
     """``limit`` evenly spaced indices of ``range(n)``, first and last included."""
     limit = limit or MAX_POINTS
-    return np.arange(n) if n <= limit else np.unique(np.linspace(0, n - 1, limit).round()
-                                                      .astype(int))
+    return np.arange(n) if n <= limit else _unique(np.linspace(0, n - 1, limit).round()
+                                                     .astype(int))
 
 
 def progress(calls: dict[str, np.ndarray], initial: float | None, arms: int) -> dict[str, Any]:
@@ -161,7 +168,7 @@ def pulls(store: ReadOnlyStore, run_id: str, arms: int,
     choice = (int((events["ask"] & events["choice"]).sum())
               if store.has("allocations", "n_eligible") else None)
     return {"x": keep.tolist(), "per_arm": per_arm[:, keep].tolist(), "summary": summary,
-            "events": int(events["seq"].size), "asks": int(events["ask"].sum()),
+            "events": int(events["trajectory"].size), "asks": int(events["ask"].sum()),
             "asks_with_choice": choice, "thinned": bool(keep.size < arm.size + 1),
             "mean_reward": [float(t / c) if c else None for t, c in zip(total, n, strict=True)]}
 
@@ -215,7 +222,6 @@ def run_page(store: ReadOnlyStore, run_id: str,
     start = None if initial is None else initial["score"]
     parent = calls["parent_id"]
     parents = set(parent[~np.isnan(parent)].astype(np.int64).tolist())
-    call_of = dict(zip(calls["call_id"].tolist(), calls["call_index"].tolist(), strict=True))
     solution = store.has("solutions") and best is not None and store.one(
         "SELECT 1 FROM solutions WHERE run_id = ? AND program_id = ?",
         (run_id, best["program_id"])) is not None
@@ -224,7 +230,7 @@ def run_page(store: ReadOnlyStore, run_id: str,
         "calls_pending": int(calls["pending"].sum()),
         "calls_lost": int(calls["lost"].sum()),
         "calls_failed": int(calls["failed"].sum()),
-        "retries": int(np.maximum(calls["attempts"] - 1, 0).sum()),
+        "retries": int(calls["retries"].sum()),
         # replies cut at max_tokens (finish_reason "length"; issue 23, item 8)
         "calls_truncated": int(calls["truncated"].sum()),
         "flops": float(calls["flops"].sum()),
@@ -243,7 +249,7 @@ def run_page(store: ReadOnlyStore, run_id: str,
         "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
         "progress": progress(calls, start, arms), "scatter": scatter(calls),
         "pulls": pulls(store, run_id, arms, rows.events),
-        "lineage": lineage(programs, parents, call_of),
+        "lineage": lineage(programs, parents, calls["call_id"], calls["call_index"]),
         "calls": calls_page(store, run_id, first), "errors": errors_page(store, run_id, first, keys),
         "picture": {"stored": bool(solution)},
     }

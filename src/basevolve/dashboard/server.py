@@ -57,17 +57,23 @@ def url_of(sock: socket.socket, host: str, token: str | None) -> str:
 def serve(store: str | Path, *, host: str = "127.0.0.1", port: int = 8765,
           token: str | None = None, open_browser: bool = False) -> int:
     """Run the dashboard until interrupted; returns the exit code."""
+    import anyio
     import uvicorn
 
     token = check_bind(host, token)
     app = create_app(store, token=token)  # refuses a missing or foreign store first
     sock = bind(host, port)
     url = url_of(sock, host, token)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2,
+                            access_log=False, lifespan="off")
+    # Loaded before the URL is printed, so that the URL means "ready": uvicorn imports
+    # its protocol modules here and anyio its event-loop backend (Starlette's worker
+    # threads), else the first page view pays for them (~40 ms; issue 22, item 11).
+    config.load()
+    anyio.run(anyio.sleep, 0)
     print(f"basevolve dashboard: {url}  (store {store}, read-only; Ctrl-C stops)", flush=True)
     if token:
         print(f"token: {token}  (every request must carry it)", flush=True)
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2,
-                            access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
