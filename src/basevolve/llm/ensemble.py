@@ -108,9 +108,16 @@ def parse_model(spec: str | Mapping[str, Any]) -> ModelEntry:
 
 
 def _entry(name: str, f: dict[str, Any]) -> ModelEntry:
-    params = None if f.get("params") is None else _number(name, "params", f["params"])
-    if params is not None and params <= 0:
-        raise ConfigError(f"--model {name}: params must be > 0 (active parameters), got {params}")
+    params = None
+    if f.get("params") is not None:  # the forms --params takes: 8e9, "8B", "700M"
+        from basevolve.llm.catalog import parse_params
+
+        if isinstance(f["params"], bool):
+            raise ConfigError(f"--model {name}: params must be a number, got {f['params']!r}")
+        try:
+            params = parse_params(f["params"], f"--model {name},params=")
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (params must be > 0, active parameters)") from None
     limit = None
     if f.get("max_in_flight") is not None:
         limit = _number(name, "max_in_flight", f["max_in_flight"], integer=True)
