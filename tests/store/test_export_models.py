@@ -139,3 +139,30 @@ def test_for_analysis_adds_per_model_only_for_several_models(store, tmp_path, ca
         _run(srv.base_url, one, tmp_path, "solo", "weak,params=1e9")
     names = _export(capsys, one, tmp_path / "c", "--for-analysis")
     assert names == ["runs.csv", "trajectories.csv", "children.csv"]
+
+
+def test_a_usd_budget_run_is_not_read_as_a_call_budget(tmp_path, capsys):
+    """``--budget-usd`` (issue 25) sets ``budget`` to the engine's call cap only; the
+    runs table names its kind, so ``analyze`` on calls leaves it out with a note instead
+    of reading the cap as C."""
+    from basevolve.store.export import runs_table
+
+    path = tmp_path / "u.sqlite"
+    with LLMTestServer(seeded_packing_reply) as srv:
+        _run(srv.base_url, path, tmp_path, "c", "weak,params=1e9,price=1/10",
+             "strong,params=8e9,price=10/100")
+        args = ["run", "--task", "circle_packing", "--budget-usd", "0.3", "--max-tokens",
+                "600", "--base-url", srv.base_url, "--store", str(path), "--out",
+                str(tmp_path / "u"), "--run-id", "u", "--model", "weak,params=1e9,price=1/10",
+                "--model", "strong,params=8e9,price=10/100"]
+        assert main(args) == 0
+    kinds = runs_table(path).set_index("run_id")["budget_kind"].to_dict()
+    assert kinds == {"c": "calls", "u": "usd"}
+    capsys.readouterr()
+    assert main(["analyze", "--store", str(path), "--json", "--resamples", "20", "--shuffles",
+                 "20", "--gate-shuffles", "20"]) == 0
+    captured = capsys.readouterr()
+    assert "left out 1 run(s) with a usd budget" in captured.err
+    doc = json.loads(captured.out)
+    assert [r["n"] for r in doc["summary"]] == [1]  # the call-budget run alone
+    assert {(r["model"], r["runs"]) for r in doc["models"]} == {("weak", 1), ("strong", 1)}
