@@ -283,12 +283,22 @@ def check_models(cfg: Any) -> None:
             from basevolve.llm.openai_backend import validate_base_url
 
             probe_endpoint(validate_base_url(e.base_url), what=f"endpoint of --model {e.name}")
-    if cfg.budget_kind == "usd":
-        for e, (_, price) in zip(entries, model_costs(cfg), strict=True):
-            if price is None:
-                raise ConfigError(f"--budget-usd needs a price for every model; {e.name!r} has "
-                                  f"none in the catalog: give --model {e.name},price=P/C/O "
-                                  "(USD per million prompt/cached/completion tokens)")
+    name = unpriced_model(cfg)
+    if name is not None:
+        raise ConfigError(f"--budget-usd needs a price for every model; {name!r} has none in "
+                          f"the catalog: give --model {name},price=P/C/O (USD per million "
+                          "prompt/cached/completion tokens)")
+
+
+def unpriced_model(cfg: Any) -> str | None:
+    """Under ``--budget-usd``, the first model without a price (None: all priced, or
+    another budget); the CLI and a sweep file word the refusal each their own way."""
+    if cfg.budget_kind != "usd":
+        return None
+    for e, (_, price) in zip(cfg.model_entries(), model_costs(cfg), strict=True):
+        if price is None:
+            return str(e.name)
+    return None
 
 
 def _price(entry: Any, client: Any) -> Any:
@@ -299,4 +309,5 @@ def _price(entry: Any, client: Any) -> Any:
     return price_of(client.model_spec.name, override)
 
 
-__all__ = ["MODEL_REWARDS", "ModelRouter", "Served", "check_models", "model_costs"]
+__all__ = ["MODEL_REWARDS", "ModelRouter", "Served", "check_models", "model_costs",
+           "unpriced_model"]

@@ -102,7 +102,7 @@ def _short(v: Any) -> str:
 def check_run_models(cfg: Any) -> None:
     """One run's models, no I/O: known, reachable in principle, well-formed endpoints,
     priced under ``budget_usd``; messages name the sweep file's keys, not the CLI's."""
-    from basevolve.engine.models import model_costs
+    from basevolve.engine.models import unpriced_model
     from basevolve.llm.catalog import resolve_model
     from basevolve.llm.ensemble import check_catalog
     from basevolve.llm.openai_backend import validate_base_url
@@ -129,12 +129,11 @@ def check_run_models(cfg: Any) -> None:
                               f'"{e.name},base_url=http://HOST:PORT/v1", or base_url = ... '
                               "for every model (in [defaults] or the block)")
     check_catalog(entries, cfg.base_url, cfg.params)  # e.g. two embedded models
-    if cfg.budget_kind == "usd":
-        for e, (_, price) in zip(entries, model_costs(cfg), strict=True):
-            if price is None:
-                raise ConfigError(f"budget_usd needs a price for every model; {e.name!r} has "
-                                  f'none in the catalog: give "{e.name},price=P/C/O" (USD per '
-                                  "million prompt/cached/completion tokens)")
+    name = unpriced_model(cfg)
+    if name is not None:
+        raise ConfigError(f"budget_usd needs a price for every model; {name!r} has none in the "
+                          f'catalog: give "{name},price=P/C/O" (USD per million '
+                          "prompt/cached/completion tokens)")
 
 
 def model_endpoints(cfg: Any) -> Iterator[tuple[str, str]]:
