@@ -18,6 +18,7 @@ import pytest
 
 from basevolve.config import RunConfig, budget_fields
 from basevolve.engine import start_run
+from basevolve.engine.budget import static_prompt_bound
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import PACKING_PROGRAM, seed_scale, seeded_packing_reply
 
@@ -153,8 +154,9 @@ def test_roles_send_a_purpose_to_its_model(pool, tmp_path):
                                         ("usd", 0.4)])
 def test_cost_budget_never_exceeded_with_two_sizes(pool, tmp_path, kind, limit):
     """The reservation holds for the model actually chosen: the 8x model's calls cost 8x
-    the FLOPs (and here 10x the dollars); the budget is never exceeded and what is left
-    is less than the dearest model's worst case."""
+    the FLOPs (and here 10x the dollars); the budget is never exceeded, and what is left
+    is less than the *cheapest* model's worst case: once the dearest model no longer
+    fits, the last calls go to the models that do."""
     store = tmp_path / "c.sqlite"
     budget = budget_fields(None, limit if kind == "flops" else None,
                            limit if kind == "tokens" else None, None, 1,
@@ -176,6 +178,15 @@ def test_cost_budget_never_exceeded_with_two_sizes(pool, tmp_path, kind, limit):
             "usd": s["cost_usd"]}[kind]
     assert real == pytest.approx(spent)
     assert s["budget_unfit_call"] is not None and limit - spent < s["budget_unfit_call"]
+    # the call that did not fit is the cheapest model's: no model could take another call
+    con = sqlite3.connect(store)
+    last = json.loads(con.execute("SELECT messages_json FROM calls ORDER BY call_index DESC "
+                                  "LIMIT 1").fetchone()[0])
+    con.close()
+    weak_tokens = static_prompt_bound(last) + 600  # the static bound, no learned excess
+    weak_worst = {"flops": 2 * P_WEAK * weak_tokens, "tokens": weak_tokens,
+                  "usd": (weak_tokens - 600) * 1e-6 + 600 * 10e-6}[kind]
+    assert s["budget_unfit_call"] < 1.5 * weak_worst
 
 
 # --------------------------------------------------------------- kill and resume

@@ -394,9 +394,11 @@ def afford(engine: Any, item: tuple[Any, ...]) -> bool:
     where it happened.  A call that never fits is never sent nor stored.
     """
     assert engine.ledger is not None
-    # the dearest model this call may go to (issue 25): the reservation made once the
-    # model is chosen is no larger, so the budget holds whichever is chosen
-    worst = engine.models.worst_case(engine.ledger, item[0])
+    # the dearest model this call may go to, or of those that fit (issue 25): the
+    # reservation made once the model is chosen is no larger
+    reissued = item[2] if len(item) > 2 else None
+    worst = engine.models.worst_case(engine.ledger, item[0],
+                                     None if reissued is None else reissued.model)
     if not item[0].is_text:  # a program/template child: its evaluation may be charged
         worst += engine.ledger.eval_worst
     if engine.ledger.fits(worst):

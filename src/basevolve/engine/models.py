@@ -99,6 +99,9 @@ class ModelRouter:
         #: per open decision (the call's key: a re-issue keeps it): model, the
         #: trajectory's best when asked, whether the bandit was asked, the reply's tokens
         self.open: dict[int, list[Any]] = {}
+        #: the models whose worst case fits a cost budget, for the next choice only
+        #: (None: no narrowing; set by :meth:`worst_case`)
+        self.fitting: list[bool] | None = None
 
     @property
     def several(self) -> bool:
@@ -135,6 +138,9 @@ class ModelRouter:
         from basevolve.llm.ensemble import weighted_choice
 
         weights = self._weights(proposal.purpose)
+        if self.fitting is not None and replay is None:  # a cost budget's last calls
+            weights = [w if f else 0.0 for w, f in zip(weights, self.fitting, strict=True)]
+        self.fitting = None
         asked = (self.bandit is not None and not any(self._claimed(proposal.purpose))
                  and not proposal.is_text)
         if asked:
@@ -149,6 +155,8 @@ class ModelRouter:
                     self.run_id, seq=self.store.next_seq(self.run_id), kind="ask",
                     call_index=call_index, model=self.models[arm].name, arm=arm,
                     eligible=mask, summary=self.bandit.summary())
+        elif replay is not None:  # a seeded draw, stateless: the stored model stands
+            arm = self.index_of(replay["model"])  # (a cost budget may have narrowed it)
         else:
             u = np.random.default_rng([self.cfg.seed, _WEIGHT_STREAM, key]).random()
             arm = weighted_choice(weights, float(u))
@@ -224,12 +232,27 @@ class ModelRouter:
                 call_index=call_index, model=self.models[arm].name, arm=arm)
         self.bandit.cancel(arm, ticket=key)
 
-    def worst_case(self, ledger: Any, proposal: Any) -> float:
-        """A cost budget's worst case for a call before its model is chosen: that of the
-        dearest model it may go to (:func:`basevolve.engine.budget.afford`)."""
+    def worst_case(self, ledger: Any, proposal: Any, model: int | None = None) -> float:
+        """A cost budget's worst case for a call before its model is chosen
+        (:func:`basevolve.engine.budget.afford`): that of the dearest model it may go to,
+        so the reservation made once the model is chosen is no larger.  When that does
+        not fit but a cheaper model's does, the next choice is limited to the models
+        that fit (:attr:`fitting`), so a budget too small for the dearest model is still
+        spent on the others.  ``model``: a re-issued call's own model."""
+        if model is not None:
+            m = self.models[model]
+            return ledger.worst_case(proposal.messages, m.active_params, m.price)
         weights = self._weights(proposal.purpose) if self.several else [1.0]
-        return max(ledger.worst_case(proposal.messages, m.active_params, m.price)
-                   for m, w in zip(self.models, weights, strict=True) if w > 0)
+        worst = [ledger.worst_case(proposal.messages, m.active_params, m.price) if w > 0
+                 else None for m, w in zip(self.models, weights, strict=True)]
+        extra = ledger.eval_worst if not proposal.is_text else 0.0
+        fits = [w is not None and ledger.fits(w + extra) for w in worst]
+        if not any(fits):  # none fits: the cheapest is the call that did not fit
+            self.fitting = None
+            return min(w for w in worst if w is not None)
+        some = any(w is not None and not f for w, f in zip(worst, fits, strict=True))
+        self.fitting = fits if some else None
+        return max(w for w, f in zip(worst, fits, strict=True) if f)
 
     def cost_usd(self, arm: int, completion: Any) -> float | None:
         """A call's dollars at its model's price (None: the model has no price)."""
