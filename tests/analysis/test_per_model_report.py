@@ -21,7 +21,9 @@ from basevolve.report import OPTIONAL_TABLES
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
-EVIL = "ev|l\x1b[2J**x**\\input{/etc/passwd}%_$&#~^"
+#: a name no report may choke on: Markdown/LaTeX/terminal specials, and a mathtext
+#: fragment matplotlib would fail to parse in a figure title
+EVIL = "ev|l\x1b[2J**x**\\input{/etc/passwd}%_$&#~^$\\frac{$x$"
 FAST = ["--resamples", "20", "--shuffles", "20", "--gate-shuffles", "20"]
 
 
@@ -70,8 +72,8 @@ def test_analyze_json_has_the_per_model_table(stores, capsys):
     doc = _analyze(capsys, "--store", str(stores["mixed"]))
     rows = {(r["ensemble"], r["model"]): r for r in doc["models"]}
     assert set(rows) == {("strong+weak", "strong"), ("strong+weak", "weak"),
-                         ("ev|l\x1b[2J**x**\\input{/etc/passwd}%_$&#~^+strong", "strong"),
-                         ("ev|l\x1b[2J**x**\\input{/etc/passwd}%_$&#~^+strong", EVIL)}
+                         (EVIL + "+strong", "strong"),
+                         (EVIL + "+strong", EVIL)}
     # the two weak+strong runs pooled: each number the sum of the stored rows
     for model in ("weak", "strong"):
         r = rows[("strong+weak", model)]
@@ -95,7 +97,7 @@ def test_analyze_json_has_the_per_model_table(stores, capsys):
         assert rows[("strong+weak", model)]["gain"] == pytest.approx(sum(m["gain"] for m in mine))
     assert sum(r["improvements"] for r in doc["models"]) >= 2  # something was bought
     # unpriced models: null dollars
-    assert rows[("ev|l\x1b[2J**x**\\input{/etc/passwd}%_$&#~^+strong", EVIL)]["cost_usd"] is None
+    assert rows[(EVIL + "+strong", EVIL)]["cost_usd"] is None
     assert "solo" not in json.dumps(doc["models"])
 
 
