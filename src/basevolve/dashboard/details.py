@@ -34,7 +34,8 @@ def _json_or_text(raw: str | None) -> Any:
 
 
 def call_detail(store: ReadOnlyStore, run_id: str, call_index: int) -> dict[str, Any] | None:
-    extra = "".join(f", c.{n}" for n in ("purpose", "meta_json") if store.has("calls", n))
+    extra = "".join(f", c.{n}" for n in ("purpose", "meta_json", "model", "cost_usd")
+                    if store.has("calls", n))  # model, cost_usd: issue 25
     row = store.one(f"""
         SELECT c.call_id, c.call_index, c.trajectory, c.pull_id, c.generation, c.slot,
                c.parent_id, c.reissue_of, c.seed, c.status, c.counted, c.messages_json,

@@ -12,7 +12,7 @@ prompt).  The store's contract (:mod:`basevolve.store`,
   so the rows from the first call pending at the last read onwards are read again --
   the calls in flight plus the new ones;
 * the run row, its trajectories' pull counters, its solutions and evaluation calls are
-  a few rows, read every time.
+  a few rows, read every time (and the model bandit's last event, issue 25).
 
 Counts are checked after each read (the covering indexes make them cheap); any
 mismatch -- a store replaced under the dashboard, a rewritten row -- reads everything
@@ -39,7 +39,10 @@ CALLS = ("call_id", "call_index", "seq", "trajectory", "parent_id", "flags", "fl
          "prompt_tokens", "cached_tokens", "completion_tokens")
 #: the bits of a call's ``flags`` (one integer per row: six flag columns were six Python
 #: objects per call to create and convert, a fifth of the first read of a long run)
-CALL_FLAGS = ("pending", "lost", "failed", "counted", "has_error", "truncated")
+CALL_FLAGS = ("pending", "lost", "failed", "counted", "has_error", "truncated",
+              # issue 25: a priced call, and one answered by another model than the run's
+              # first (these two decide whether the page has a per-model section)
+              "priced", "other_model")
 PROGRAMS = ("program_id", "call_id", "is_initial", "seq", "trajectory", "generation",
             "parent_id", "score", "valid", "has_error", "eval_flops", "eval_tokens")
 #: the bits of an allocation event's kind (its trajectory is the code above them)
@@ -91,6 +94,7 @@ class RunRows:
         self.events: dict[str, np.ndarray] | None = None
         self.events_seq = -(2**62)  # the last allocation event read (its seq)
         self.small: Any = None  # the run row, pulls, solutions, evaluation calls
+        self.models_memo: dict[str, Any] = {}  # the per-model section (run_models.py)
 
     def refresh(self, store: ReadOnlyStore) -> bool:
         """Read what can have changed since the last call; True when something did."""
@@ -116,6 +120,8 @@ class RunRows:
             parts.append(store.one("SELECT count(*) FROM solutions WHERE run_id = ?", (r,)))
         if store.has("eval_calls"):
             parts.append(store.one("SELECT count(*) FROM eval_calls WHERE run_id = ?", (r,)))
+        if store.has("model_events"):  # the model bandit's last event (issue 25): one seek
+            parts.append(store.one("SELECT max(seq) FROM model_events WHERE run_id = ?", (r,)))
         return tuple(None if p is None else tuple(p) for p in parts)
 
     def _calls_from(self, store: ReadOnlyStore, first: int) -> dict[str, np.ndarray]:
@@ -126,16 +132,20 @@ class RunRows:
         was retried comes from the attempts' own index, grouped, instead of a count
         per call: most calls have one attempt, so only the few retried ones come back.
         """
-        rows = store.query("""
+        # several models (issue 25): two more bits, read in the same pass (the row's
+        # overflow pages are walked for its error anyway; a second scan would cost it again)
+        models = ("| ((c.cost_usd IS NOT NULL) << 6) | (coalesce(c.model != (SELECT model "
+                  "FROM runs WHERE run_id = :r), 0) << 7)") if store.has("calls", "model") else ""
+        rows = store.query(f"""
             SELECT c.call_id, c.call_index, c.seq, c.trajectory, c.parent_id,
                    (CASE c.status WHEN 'pending' THEN 1 WHEN 'lost' THEN 2
                                    WHEN 'failed' THEN 4 ELSE 0 END)
                    | ((c.counted != 0) << 3) | (coalesce(c.error != '', 0) << 4)
-                   | (coalesce(c.finish_reason = 'length', 0) << 5),
+                   | (coalesce(c.finish_reason = 'length', 0) << 5) {models},
                    coalesce(c.flops, 0.0), coalesce(c.prompt_tokens, 0),
                    coalesce(c.cached_tokens, 0), coalesce(c.completion_tokens, 0)
-            FROM calls c WHERE c.run_id = ? AND c.call_index >= ?
-            ORDER BY c.call_index""", (self.run_id, first), plain=True)
+            FROM calls c WHERE c.run_id = :r AND c.call_index >= :f
+            ORDER BY c.call_index""", {"r": self.run_id, "f": first}, plain=True)
         calls = _unpack(_cols(rows, CALLS, CALL_FLOATS), CALL_FLAGS)
         retried = store.query("""
             SELECT call_id, count(*) - 1 FROM attempts WHERE call_id IN (

@@ -13,7 +13,10 @@ call or per program when the user opens one):
 * ``lineage``: accepted programs (used as a parent, or a trajectory's best) with their
   ancestors, each with its parent, score and trajectory;
 * ``calls`` and ``errors``: page 1 of each table (:mod:`.run_tables`; the other pages
-  come from ``/api/calls`` and ``/api/errors``).
+  come from ``/api/calls`` and ``/api/errors``);
+* ``models``: only for a run that mixed models or priced its calls (issue 25): calls,
+  tokens, FLOPs, USD, improvements and gain per model, and the model bandit's decisions
+  (:mod:`.run_models`).
 
 Why the charts are thinned above :data:`MAX_POINTS` (issue 22, item 11): a run of
 20,000 calls sent 5.1 MB, most of it chart points no screen can show.  The running
@@ -33,6 +36,7 @@ import numpy as np
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.dashboard.lineage import Programs, lineage
 from basevolve.dashboard.run_cache import RunRows
+from basevolve.dashboard.run_models import models_section
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 
 MAX_POINTS = 2000  # points per chart series sent; a chart is ~1,400 pixels wide
@@ -245,6 +249,7 @@ def run_page(store: ReadOnlyStore, run_id: str,
     }
     first = Page()
     keys = (programs.errors(), calls["call_index"][calls["has_error"]].tolist())
+    models = models_section(store, run, calls, len(rows.program_rows), rows.models_memo)
     return {
         "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
         "progress": progress(calls, start, arms), "scatter": scatter(calls),
@@ -252,4 +257,5 @@ def run_page(store: ReadOnlyStore, run_id: str,
         "lineage": lineage(programs, parents, calls["call_id"], calls["call_index"]),
         "calls": calls_page(store, run_id, first), "errors": errors_page(store, run_id, first, keys),
         "picture": {"stored": bool(solution)},
+        **({} if models is None else {"models": models}),
     }

@@ -26,6 +26,10 @@ CALL_COLUMNS = ("call_index", "trajectory", "generation", "status", "counted",
                 "prompt_tokens", "cached_tokens", "completion_tokens", "flops", "latency_s",
                 "error", "attempts", "program_id", "score", "valid")
 ERROR_COLUMNS = ("kind", "call_index", "program_id", "trajectory", "error")
+#: added when the store records each call's model (schema 7, issue 25)
+MODEL_COLUMNS = ("model", "cost_usd")
+MODEL_SQL = (", coalesce(c.model, (SELECT model FROM runs WHERE run_id = :r)) AS model, "
+             "c.cost_usd")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ def _frame(columns: tuple[str, ...], rows: list[list[Any]], total: int, q: Page)
 def calls_page(store: ReadOnlyStore, run_id: str, q: Page) -> dict[str, Any]:
     """Calls ``(page - 1) * size ..`` of the run in call order, with child and attempts."""
     purpose = store.has("calls", "purpose")
+    # the call's model (NULL in runs from before several models: the run's model) and
+    # its dollars (NULL: unpriced), issue 25
+    models = store.has("calls", "model")
     total = store.one("SELECT count(*) FROM calls WHERE run_id = ?", (run_id,))[0]  # type: ignore[index]
     rows = store.query(f"""
         SELECT c.call_index, c.trajectory, c.generation, c.status, c.counted,
@@ -68,12 +75,14 @@ def calls_page(store: ReadOnlyStore, run_id: str, q: Page) -> dict[str, Any]:
                substr(c.error, 1, {SNIPPET}) AS error,
                (SELECT count(*) FROM attempts a WHERE a.call_id = c.call_id) AS attempts,
                p.program_id, p.score, p.valid{', c.purpose' if purpose else ''}
+               {MODEL_SQL if models else ''}
         FROM calls c LEFT JOIN programs p ON p.call_id = c.call_id
         WHERE c.run_id = :r AND c.call_index IN (
             SELECT call_index FROM calls WHERE run_id = :r ORDER BY call_index
             LIMIT :n OFFSET :o)
         ORDER BY c.call_index""", {"r": run_id, "n": q.size, "o": q.offset})
-    columns = CALL_COLUMNS + (("purpose",) if purpose else ())
+    columns = CALL_COLUMNS + (("purpose",) if purpose else ()) + (MODEL_COLUMNS if models
+                                                                  else ())
     return _frame(columns, [list(r) for r in rows], total, q)
 
 

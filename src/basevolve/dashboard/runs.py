@@ -12,6 +12,7 @@ live run shows live numbers and 10,000 finished runs cost no per-run aggregation
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,7 @@ def rows_sql(store: ReadOnlyStore) -> str:
                r.budget, r.depth, r.breadth, r.seed, r.created_at, r.updated_at,
                json_extract(r.config_json, '$.budget_flops') AS budget_flops,
                json_extract(r.config_json, '$.budget_tokens') AS budget_tokens,
+               json_extract(r.config_json, '$.models') AS models,
                {sweep_sql(store)} AS sweep, {derived} {FROM}"""
 
 
@@ -114,6 +116,20 @@ class RunsQuery:
                    sweep=params.get("sweep", "")[:200])
 
 
+def model_names(models_json: Any) -> list[str] | None:
+    """The models a run's config lists, when it lists several (issue 25; the list shows
+    them as ``weak+strong``), else None.  From the config, not the calls: naming them
+    costs nothing per run, where the models the calls used would be a scan of each
+    run's calls (:func:`basevolve.store.per_model.model_breakdown` has those)."""
+    try:
+        models = json.loads(models_json) if isinstance(models_json, str) else None
+    except ValueError:
+        return None
+    if not isinstance(models, list) or len(models) < 2:
+        return None
+    return [str(m.get("name")) if isinstance(m, dict) else str(m) for m in models]
+
+
 def runs_page(store: ReadOnlyStore, q: RunsQuery) -> dict[str, Any]:
     """One page of runs and the total matching count (sweeps: :func:`sweeps_overview`).
 
@@ -145,6 +161,7 @@ def runs_page(store: ReadOnlyStore, q: RunsQuery) -> dict[str, Any]:
         f"{rows_sql(store)} WHERE r.rowid IN ({', '.join('?' * len(ids))})", ids)} if ids else {}
     for row in rows.values():
         del row["row_key"]
+        row["models"] = model_names(row["models"])
     return {"total": total, "page": q.page, "size": q.size, "sort": q.sort,
             "dir": "desc" if q.desc else "asc", "runs": [rows[i] for i in ids],
             "statuses": list(STATUSES)}

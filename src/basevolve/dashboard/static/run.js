@@ -15,11 +15,17 @@
   const callDetail = box("call-detail"), programDetail = box("program-detail");
   const chartNote = el("p", {class: "muted", id: "chart-note"});
   const pullsSection = section("BaSE allocation: pulls per arm", chartBox("chart-pulls"), allocBox);
+  // Several models (issue 25): shown only when /api/run has a "models" section.
+  const modelsBox = box("models"), banditBox = box("model-bandit");
+  const modelsSection = section("Models", modelsBox, chartBox("chart-models"), banditBox);
+  modelsSection.id = "models-section";
+  modelsSection.hidden = true;
   // A run id the store does not hold: one message instead of empty sections (issue 24,
   // item 15); the sections come back if the run appears (a live store).
   const missing = el("div", {id: "missing"});
   const content = el("div", {id: "run-content"},
     section("Run", head, totals),
+    modelsSection,
     section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops")), chartNote),
     section("Children", chartBox("chart-scatter")),
     pullsSection,
@@ -37,6 +43,11 @@
   fill(callDetail, el("p", {class: "muted"}, "No call selected."));
 
   let lastPictureKey = null;
+  // What the calls table shows of the models: set from each /api/run (issue 25).
+  let modelInfo = {several: false, priced: false};
+  let runModel = null;  // a call stored without its model (older runs) had the run's
+  const usd = (v) => (v === null || v === undefined ? "-" :
+    "$" + (Math.abs(v) >= 1 ? Number(v).toFixed(2) : Number(v).toPrecision(3)));
 
   function renderHead(d) {
     const r = d.run, t = d.totals;
@@ -45,7 +56,8 @@
       el("span", {class: "status " + r.status, id: "run-status"}, r.status),
       r.error ? el("pre", {class: "error"}, r.error) : null);
     fill(totals, kv([
-      ["task / model", `${r.task} / ${r.model}`],
+      modelInfo.several ? ["task / models", `${r.task} / ${modelNames(d.models).join("+")}`]
+        : ["task / model", `${r.task} / ${r.model}`],
       ["protocol", r.protocol],
       ["allocator / K", `${r.allocator} / ${r.arms}`],
       BV.costBudget(r.config) ? ["budget / breadth N", `${BV.budgetText(r.config, r.budget)} / ${r.breadth}`]
@@ -117,6 +129,63 @@
       el("p", {class: "muted", id: "allocation-events"}, `${int(pulls.events)} allocation events; ` +
         `${int(pulls.asks)} allocator decisions` + (pulls.asks_with_choice === null ? "" :
           `, ${int(pulls.asks_with_choice)} of them with more than one eligible arm`)));
+  }
+
+  const modelNames = (m) => (m.configured.length > 1 ? m.configured : m.models.map((x) => x.model));
+
+  function renderModels(d) {
+    const m = d.models;
+    modelsSection.hidden = !m;
+    if (!m) return;
+    const rows = m.models;
+    const calls = rows.reduce((a, x) => a + x.calls, 0);
+    fill(modelsBox, kv([
+      ["models", `${rows.length} used` + (m.configured.length ? ` of ${m.configured.length} configured` : "")],
+      ["spend", m.cost_usd === null ? "unpriced" : el("span", {id: "models-spend"},
+        usd(m.cost_usd) + (m.budget_usd ? ` of ${usd(m.budget_usd)} (--budget-usd)` : ""))],
+      m.model_allocator ? ["model bandit / reward", `${m.model_allocator} / ${m.model_reward}`]
+        : ["choice", "fixed weights and roles"],
+    ]), el("div", {class: "scroll"}, table([
+      {key: "model", label: "model", cell: (x) => el("span", {class: "model"}, x.model)},
+      {key: "calls", label: "calls (share)", num: true, cell: (x) => `${int(x.calls)} (${BV.pct(x.calls, calls)})`},
+      {key: "calls_sent", label: "sent / failed / lost", num: true,
+       cell: (x) => `${int(x.calls_sent)} / ${int(x.calls_failed)} / ${int(x.calls_lost)}`},
+      {key: "prompt_tokens", label: "tokens prompt (cached) / completion", num: true,
+       cell: (x) => `${int(x.prompt_tokens)} (${int(x.cached_tokens)}) / ${int(x.completion_tokens)}`},
+      {key: "flops", label: "FLOPs", num: true, cell: (x) => sci(x.flops)},
+      {key: "cost_usd", label: "USD", num: true, cell: (x) => usd(x.cost_usd)},
+      {key: "children", label: "valid / children", num: true, cell: (x) => `${int(x.valid_children)} / ${int(x.children)}`},
+      {key: "improvements", label: "improvements", num: true, cell: (x) => int(x.improvements)},
+      {key: "gain", label: "gain", num: true, cell: (x) => num(x.gain)},
+    ], rows, {class: "compact", rowClass: () => "model-row"})));
+    const b = m.bandit, holder = document.getElementById("chart-models");
+    holder.hidden = !b;
+    if (!b) { clear(banditBox); return; }
+    chart(holder, {
+      title: "Model bandit: decisions per model", x: b.x, xLabel: "decisions", yLabel: "decisions for the model",
+      intX: true, series: b.per_model.map((data, i) => ({label: b.models[i], data, steps: true}))});
+    const summary = b.summary && typeof b.summary === "object" && !Array.isArray(b.summary)
+      ? Object.entries(b.summary).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)])
+      : [["summary", b.summary === null ? "(none yet)" : JSON.stringify(b.summary)]];
+    fill(banditBox,
+      el("p", {class: "muted", id: "model-events"}, `${int(b.asks)} decisions, ${int(b.tells)} rewards told, ` +
+        `${int(b.cancels)} cancelled` + (b.thinned ? `; the chart is drawn from ${int(b.x.length)} evenly spaced decisions.` : ".")),
+      table([
+        {key: "model", label: "model", cell: (x) => x.model},
+        {key: "decisions", label: "decisions", num: true, cell: (x) => int(x.decisions)},
+        {key: "rewards", label: "rewards told", num: true, cell: (x) => int(x.rewards)},
+        {key: "mean", label: "mean reward", num: true, cell: (x) => num(x.mean)},
+      ], b.models.map((name, i) => ({model: name, decisions: b.per_model[i][b.per_model[i].length - 1],
+                                     rewards: b.rewards[i], mean: b.mean_reward[i]})), {class: "compact"}),
+      el("h3", {}, `Last ${b.last.length} decisions (newest first)`),
+      el("div", {class: "scroll"}, table([
+        {key: "call_index", label: "call", num: true, cell: (x) => callLink(x.call_index)},
+        {key: "model", label: "model"},
+        {key: "eligible", label: "eligible", cell: (x) => (x.eligible === null ? "-" : x.eligible.join(", "))},
+        {key: "outcome", label: "outcome"},
+        {key: "reward", label: "reward", num: true, cell: (x) => num(x.reward)},
+      ], b.last, {class: "compact", rowClass: () => "decision-row"})),
+      el("h3", {}, "Model bandit state (stored with the newest decision)"), kv(summary));
   }
 
   function renderTrajectories(d) {
@@ -215,15 +284,19 @@
   function renderCalls(frame) {
     const calls = objects(frame);
     const purpose = frame.columns.includes("purpose");
+    const model = modelInfo.several && frame.columns.includes("model");
+    const cost = modelInfo.priced && frame.columns.includes("cost_usd");
     const cols = [
       {key: "call_index", label: "call", num: true, cell: (c) => callLink(c.call_index)},
       {key: "trajectory", label: "traj", num: true},
       {key: "generation", label: "gen", num: true},
       purpose ? {key: "purpose", label: "purpose"} : null,
+      model ? {key: "model", label: "model", cell: (c) => el("span", {class: "model"}, c.model)} : null,
       {key: "status", label: "status", cell: (c) => el("span", {class: "status " + c.status}, c.status)},
       {key: "prompt_tokens", label: "prompt (cached)", num: true, cell: (c) => `${int(c.prompt_tokens)} (${int(c.cached_tokens)})`},
       {key: "completion_tokens", label: "completion", num: true, cell: (c) => int(c.completion_tokens)},
       {key: "flops", label: "FLOPs", num: true, cell: (c) => sci(c.flops)},
+      cost ? {key: "cost_usd", label: "USD", num: true, cell: (c) => usd(c.cost_usd)} : null,
       {key: "latency_s", label: "latency s", num: true, cell: (c) => num(c.latency_s, 2)},
       {key: "attempts", label: "retries", num: true, cell: (c) => Math.max(0, (c.attempts || 0) - 1)},
       {key: "score", label: "child", num: true, cell: (c) => (c.program_id === null ? "-" :
@@ -260,6 +333,8 @@
       kv([["status", `${c.status}${c.counted ? " (charged)" : " (not charged)"}`],
           ["trajectory / generation / slot", `${c.trajectory} / ${c.generation} / ${c.slot}`],
           c.purpose !== undefined ? ["purpose", c.purpose] : null,
+          c.model !== undefined ? ["model", el("span", {id: "call-model"}, c.model === null ? runModel : c.model)] : null,
+          c.cost_usd !== undefined && c.cost_usd !== null ? ["USD", usd(c.cost_usd)] : null,
           ["parent", progLink(c.parent_id)],
           ["child", c.program ? [progLink(c.program.program_id), ` score ${num(c.program.score)}`] : "-"],
           ["tokens prompt / cached / completion", `${int(c.prompt_tokens)} / ${int(c.cached_tokens)} / ${int(c.completion_tokens)}`],
@@ -335,7 +410,11 @@
     for (const kind of ["calls", "errors"]) {  // keep the page the user is reading
       if (pages[kind] !== 1) d[kind] = await json(`/api/${kind}?run=${q}&page=${pages[kind]}&size=${d[kind].size}`);
     }
+    modelInfo = {several: Boolean(d.models) && modelNames(d.models).length > 1,
+                 priced: Boolean(d.models) && d.models.cost_usd !== null};
+    runModel = d.run.model;
     renderHead(d);
+    renderModels(d);
     renderCharts(d);
     renderTrajectories(d);
     renderPicture(d);

@@ -52,7 +52,8 @@
     {key: "run_id", label: "run", sort: true, cell: (r) => runLink(r.run_id)},
     {key: "status", label: "status", sort: true, cell: (r) => el("span", {class: "status " + r.status}, r.status)},
     {key: "task", label: "task", sort: true},
-    {key: "model", label: "model", sort: true},
+    // a run of several models (issue 25): its models, compactly ("weak+strong")
+    {key: "model", label: "model", sort: true, cell: (r) => (r.models ? el("span", {class: "models"}, r.models.join("+")) : r.model)},
     {key: "protocol", label: "protocol", sort: true},
     {key: "allocator", label: "allocator / K", sort: true, cell: (r) => `${r.allocator} / ${r.arms}`},
     {key: "budget", label: "C", sort: true, num: true, cell: (r) => BV.budgetText(r, r.budget)},
