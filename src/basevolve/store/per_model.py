@@ -43,10 +43,13 @@ def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str,
             "completion_tokens": int(r["o"]), "flops": float(r["flops"]),
             "cost_usd": None if not r["priced"] else float(r["usd"]),
             "children": 0, "valid_children": 0, "improvements": 0, "gain": 0.0}
+    # each call's model from the covering index (migration 8), not by joining every
+    # child to its call's row (a call's row holds its prompt and reply)
+    model_of = {r["call_id"]: r["model"] or run_model for r in query(
+        "SELECT call_id, model FROM calls WHERE run_id=?", (run_id,))}
     progs = query(
-        "SELECT p.trajectory, p.score, p.valid, p.is_initial, coalesce(c.model, ?) AS model "
-        "FROM programs p LEFT JOIN calls c ON c.call_id = p.call_id "
-        "WHERE p.run_id=? ORDER BY p.is_initial DESC, p.seq", (run_model, run_id))
+        "SELECT trajectory, score, valid, is_initial, call_id FROM programs "
+        "WHERE run_id=? ORDER BY is_initial DESC, seq", (run_id,))
     initial = -math.inf
     best: dict[int, float] = {}
     for p in progs:
@@ -54,7 +57,7 @@ def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str,
         if p["is_initial"]:
             initial = max(initial, score)
             continue
-        m = out.get(p["model"])
+        m = out.get(model_of.get(p["call_id"], run_model))
         if m is None:  # a program whose call row is missing: nothing to credit
             continue
         m["children"] += 1
