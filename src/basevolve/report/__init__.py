@@ -207,19 +207,13 @@ def write_report(
         tex_parts.append(tab.to_latex(grid, spec.caption))
         html_parts.append(f"<h2>{html.escape(spec.caption)}</h2>\n{_md_to_html_table(md)}")
     fig_parts = []
-    import matplotlib
-
     for spec in FIGURES:
-        # task and model names are text from outside: never read as mathtext (an
-        # unbalanced "$\\frac{" in a model name must not fail the report, issue 25)
-        with matplotlib.rc_context({"text.parse_math": False}):
-            fig = spec.build(result, tables)
-            if fig is not None:
-                fig.savefig(root / "figures" / f"{spec.name}.png", dpi=dpi)
-                if pdf:
-                    fig.savefig(root / "figures" / f"{spec.name}.pdf")
-                close(fig)
+        fig = spec.build(result, tables)
         if fig is not None:
+            fig.savefig(root / "figures" / f"{spec.name}.png", dpi=dpi)
+            if pdf:
+                fig.savefig(root / "figures" / f"{spec.name}.pdf")
+            close(fig)
             md_parts.append(f"![{spec.caption}](figures/{spec.name}.png)\n\n*{spec.caption}*\n")
         else:
             md_parts.append(f"*{spec.caption} -- skipped: the input has no data for it.*\n")

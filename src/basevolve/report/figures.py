@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from basevolve.analysis.pipeline import AnalysisResult
 from basevolve.analysis.tables import Tables
-from basevolve.report.figures_base import base_vs_greedy_figure, pulls_figure
+from basevolve.report.figures_base import base_vs_greedy_figure, label_text, pulls_figure
 
 MAX_PANELS = 15
 
@@ -67,7 +67,7 @@ def envelope_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
             grp = grp.sort_values("budget")
             ax.plot(
                 grp["flops"], grp["v_max"], "-o", color=colors[model], ms=6, lw=4, alpha=0.35,
-                zorder=2, label=f"{model} V_max"
+                zorder=2, label=f"{label_text(model)} V_max"
             )
             ax.plot(
                 grp["flops"],
@@ -77,7 +77,7 @@ def envelope_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
                 ms=6,
                 lw=1.4,
                 zorder=3,
-                label=f"{model} best-of-N (T=1)",
+                label=f"{label_text(model)} best-of-N (T=1)",
             )
         ax.set_xscale("log")
         lo, hi = ax.get_xlim()
@@ -86,7 +86,7 @@ def envelope_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
         # (less than a decade has no power of ten inside: the minor ticks keep labels)
         ax.set_xlabel("effective FLOPs per run")
         ax.set_ylabel("fitness (normalised)")
-        ax.set_title(f"{task}: fitness-compute envelope", fontsize=10)
+        ax.set_title(f"{label_text(task)}: fitness-compute envelope", fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
@@ -107,7 +107,7 @@ def _surface(res: AnalysisResult, value: str, label: str, cmap: str) -> Figure |
         ax.set_yticks(range(piv.shape[0]), [str(c) for c in piv.index], fontsize=7)
         ax.set_xlabel("depth T (generations)")
         ax.set_ylabel("budget C (LLM calls)")
-        ax.set_title(f"{task} / {model}", fontsize=9)
+        ax.set_title(f"{label_text(task)} / {label_text(model)}", fontsize=9)
         fig.colorbar(im, ax=ax, label=label)
     fig.tight_layout()
     return fig
@@ -153,7 +153,7 @@ def trajectories_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
                     label=f"seed {seed}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         t = int(top["depth"].iloc[0])
-        ax.set_title(f"{task} / {model} (T={t})", fontsize=9)
+        ax.set_title(f"{label_text(task)} / {label_text(model)} (T={t})", fontsize=9)
         ax.set_xlabel("step (LLM call)")
         ax.set_ylabel("running-best fitness")
         ax.grid(alpha=0.3)
@@ -204,9 +204,10 @@ def distribution_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
                         **style,
                         label=label if i == 0 else None,
                     )
-        ax.set_xticks(range(len(methods)), methods, rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(range(len(methods)), [label_text(m) for m in methods], rotation=60,
+                      ha="right", fontsize=7)
         ax.set_ylabel("final fitness")
-        ax.set_title(f"{task} / {model} (C={top})", fontsize=9)
+        ax.set_title(f"{label_text(task)} / {label_text(model)} (C={top})", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
@@ -228,12 +229,13 @@ def children_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
     for ax, task in zip(axes, tasks, strict=True):
         for model, g in kids[kids["task"] == task].groupby("model"):
             ax.hist(
-                g["fitness"], bins=bins, histtype="step", lw=1.5, color=colors[model], label=model
+                g["fitness"], bins=bins, histtype="step", lw=1.5, color=colors[model],
+                label=label_text(model)
             )
         ax.set_yscale("log")
         ax.set_xlabel("child fitness (normalised)")
         ax.set_ylabel("count (log scale)")
-        ax.set_title(f"{task}: children at T=1", fontsize=9)
+        ax.set_title(f"{label_text(task)}: children at T=1", fontsize=9)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -251,9 +253,11 @@ def optimal_depth_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
         for model, g in od[od["task"] == task].groupby("model"):
             g = g.sort_values("budget")
             axes[0, j].plot(
-                g["budget"], g["t_star_emp"], "-o", ms=3, color=colors[model], label=model
+                g["budget"], g["t_star_emp"], "-o", ms=3, color=colors[model],
+                label=label_text(model)
             )
-            axes[1, j].plot(g["budget"], g["v_max"], "-o", ms=3, color=colors[model], label=model)
+            axes[1, j].plot(g["budget"], g["v_max"], "-o", ms=3, color=colors[model],
+                            label=label_text(model))
             fitted = g[g["interior"]]
             if len(fitted):
                 axes[0, j].plot(
@@ -261,7 +265,7 @@ def optimal_depth_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
                     fitted["t_star_fit"],
                     ":",
                     color=colors[model],
-                    label=f"{model} fitted (Eq. 2)",
+                    label=f"{label_text(model)} fitted (Eq. 2)",
                 )
         for i, lab in enumerate(("empirical T*(C) (generations)", "V_max(C) (fitness)")):
             ax = axes[i, j]
@@ -272,8 +276,8 @@ def optimal_depth_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
             ax.grid(alpha=0.3)
         axes[0, j].set_yscale("log", base=2)
         axes[0, j].yaxis.set_major_formatter(ScalarFormatter())
-        axes[0, j].set_title(f"{task}: compute-optimal depth", fontsize=10)
-        axes[1, j].set_title(f"{task}: best in-sweep fitness", fontsize=10)
+        axes[0, j].set_title(f"{label_text(task)}: compute-optimal depth", fontsize=10)
+        axes[1, j].set_title(f"{label_text(task)}: best in-sweep fitness", fontsize=10)
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -293,10 +297,10 @@ def r2_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
     for model in colors:  # colour = model (legend), label = task
         mine = pts[pts["model"] == model]
         ax.scatter(mine["v_max"], mine["r2"], color=colors[model], s=40, edgecolor="k", lw=0.5,
-                   label=model)
+                   label=label_text(model))
     # labels of neighbouring points go above and below in turn, so they do not overlap
     for i, (_, r) in enumerate(pts.sort_values(["v_max", "r2"]).iterrows()):
-        ax.annotate(r["task"], (r["v_max"], r["r2"]), fontsize=6,
+        ax.annotate(label_text(r["task"]), (r["v_max"], r["r2"]), fontsize=6,
                     xytext=(4, 4 if i % 2 == 0 else -9), textcoords="offset points")
     ax.axhline(0.7, color="grey", ls="--", lw=1, label="R² = 0.7")
     ax.margins(x=0.25, y=0.1)

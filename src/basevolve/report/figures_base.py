@@ -33,6 +33,16 @@ from basevolve.analysis.tables import ARM_COLUMN, NO_ALLOCATOR, Tables
 MAX_PANELS = 12
 
 
+def label_text(value: object) -> str:
+    """A task, model or method name as figure text: one printable line, and every ``$``
+    escaped so that matplotlib never reads it as mathtext (a model named with
+    ``$\\frac{$x$`` failed the whole report with a ParseException; issue 25).  Only
+    outside names go through here: the axes' own mathtext ticks stay as they are."""
+    from basevolve.terminal import clean
+
+    return clean(value).replace("$", r"\$")
+
+
 def _panels(n: int, width: float = 5.0, height: float = 3.6):
     ncols = min(n, 2)
     nrows = int(np.ceil(n / ncols))
@@ -103,12 +113,13 @@ def base_vs_greedy_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
                 continue
             mean = np.nanmean(curves, axis=0)
             lo, hi = np.nanpercentile(curves, 25, axis=0), np.nanpercentile(curves, 75, axis=0)
-            ax.step(steps, mean, where="post", label=f"{label} (n={len(curves)})", **style)
+            ax.step(steps, mean, where="post", label=f"{label_text(label)} (n={len(curves)})", **style)
             ax.fill_between(steps, lo, hi, step="post", color=style["color"], alpha=0.08, lw=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("LLM calls")
         ax.set_ylabel("running-best fitness (mean over seeds)")
-        ax.set_title(f"{task} / {model}: BaSE vs greedy at C={budget}", fontsize=9)
+        ax.set_title(f"{label_text(task)} / {label_text(model)}: BaSE vs greedy at C={budget}",
+                     fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="lower right")
     fig.tight_layout()
@@ -146,14 +157,15 @@ def pulls_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
             err = np.vstack([mean - ranked_arr.min(axis=0), ranked_arr.max(axis=0) - mean])
             x = np.arange(1, arms + 1) + (i - (len(methods) - 1) / 2) * width
             ax.bar(x, mean, width=width, color=cmap(i % 10), yerr=err, capsize=2,
-                   label=f"{method} (n={len(ranked)})")
+                   label=f"{label_text(method)} (n={len(ranked)})")
             drawn += 1
         ax.axhline(budget / arms, color="k", ls="--", lw=1, label=f"uniform C/K = {budget / arms:g}")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("arm, ranked by its calls within the run (1 = most)")
         ax.set_ylabel("LLM calls (mean over seeds)")
-        ax.set_title(f"{task} / {model}: calls per arm at C={budget}, K={arms}", fontsize=9)
+        ax.set_title(f"{label_text(task)} / {label_text(model)}: calls per arm at C={budget}, "
+                     f"K={arms}", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=6)
     if not drawn:
@@ -163,4 +175,4 @@ def pulls_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
     return fig
 
 
-__all__ = ["base_vs_greedy_figure", "pulls_figure"]
+__all__ = ["base_vs_greedy_figure", "label_text", "pulls_figure"]
