@@ -45,8 +45,12 @@ def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str,
             "children": 0, "valid_children": 0, "improvements": 0, "gain": 0.0}
     # each call's model from the covering index (migration 8), not by joining every
     # child to its call's row (a call's row holds its prompt and reply)
-    model_of = {r["call_id"]: r["model"] or run_model for r in query(
-        "SELECT call_id, model FROM calls WHERE run_id=?", (run_id,))}
+    # (integers only: a reader that decodes every text value pays for 20,000 names)
+    model_of: dict[int, str] = {}
+    for name in out:
+        model_of.update(dict.fromkeys((r[0] for r in query(
+            "SELECT call_id FROM calls WHERE run_id=? AND coalesce(model, ?) = ?",
+            (run_id, run_model, name))), name))
     progs = query(
         "SELECT trajectory, score, valid, is_initial, call_id FROM programs "
         "WHERE run_id=? ORDER BY is_initial DESC, seq", (run_id,))
