@@ -23,7 +23,7 @@ from dashboard_support import (
     SWEEP_RUNS,
     SWEEP_TOML,
     Dashboard,
-    chromium_path,
+    chromium_browser,
     hostile_reply,
 )
 
@@ -96,19 +96,7 @@ def browser(store: Path) -> Iterator[object]:
     before Playwright's sync API starts its event loop in this thread.  Module scope, not
     session: while Playwright's sync API is open its loop counts as running in this
     thread, so every later test that calls ``asyncio.run`` (the engine's) would fail."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser tests need Playwright for Python (pip install playwright; the "
-                    "dev extra has it)")
-    exe = chromium_path()
-    if exe is None:
-        pytest.skip("browser tests need Debian's chromium (apt-get install -y chromium; "
-                    ".ci/run installs it when root); none found")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield b
-        b.close()
+    yield from chromium_browser()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 HOSTILE = ('</script><script>window.__pwned=1;alert("pwned")</script>'
            '<img src=x onerror="window.__pwned=2;alert(2)"><b>bold</b>&amp;')
@@ -100,3 +104,39 @@ def chromium_path() -> str | None:
         if candidate and Path(candidate).is_file():
             return candidate
     return None
+
+
+#: how long a browser test waits for one thing on a page
+TIMEOUT_MS = 30_000
+
+
+def chromium_browser() -> Iterator[object]:
+    """Chromium via Playwright (Debian's chromium through ``executable_path``), yielded
+    and closed; the test is skipped when Playwright or chromium is missing.  The body
+    of every browser fixture: each one depends on its own store so that the runs
+    (``asyncio.run``) happen before Playwright's sync API starts its loop."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("browser tests need Playwright for Python (pip install playwright; the "
+                    "dev extra has it)")
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("browser tests need Debian's chromium (apt-get install -y chromium; "
+                    ".ci/run installs it when root); none found")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def open_page(browser: Any, url: str, width: int = 1300, height: int = 900
+              ) -> tuple[Any, list[str]]:
+    """A new page at ``url`` and the list its uncaught JavaScript errors go to."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    return page, errors
+

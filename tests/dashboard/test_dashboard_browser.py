@@ -25,6 +25,7 @@ from dashboard_support import (
     HOSTILE_RUN,
     SWEEP,
     SWEEP_RUNS,
+    TIMEOUT_MS,
     Dashboard,
 )
 
@@ -33,7 +34,6 @@ from basevolve.engine import start_run
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
-TIMEOUT_MS = 30_000
 TOTAL = len(GRID) + 2 + SWEEP_RUNS
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dashboard_support import Dashboard, chromium_path
+from dashboard_support import TIMEOUT_MS, Dashboard, chromium_browser, open_page
 
 from basevolve.config import RunConfig
 from basevolve.engine import start_run
@@ -25,7 +25,6 @@ from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
 RUN = "lpo+run+1"
-TIMEOUT_MS = 30_000
 
 
 @pytest.fixture(scope="module")
@@ -48,27 +47,11 @@ def plus_dashboard(plus_store: Path) -> Iterator[Dashboard]:
 @pytest.fixture(scope="module")
 def plus_browser(plus_store: Path) -> Iterator[object]:
     """As tests/dashboard/conftest.py's ``browser``, after this module's run."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser tests need Playwright for Python (pip install playwright)")
-    exe = chromium_path()
-    if exe is None:
-        pytest.skip("browser tests need Debian's chromium (apt-get install -y chromium); "
-                    "none found")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield b
-        b.close()
+    yield from chromium_browser()
 
 
 def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    return page, errors
+    return open_page(browser, url, 1200)
 
 
 def _settled(page) -> None:
