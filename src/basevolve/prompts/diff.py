@@ -272,19 +272,16 @@ def apply_search_replace(
     """
     crlf = "\r\n" in code
     code = code.replace("\r\n", "\n")
-    parsed = parse_edits(text)
-    if parsed.error:
-        return DiffResult(None, 0, parsed.error)
-    if not parsed.edits:
-        return DiffResult(None, 0, "no SEARCH/REPLACE block in the reply (expected "
-                                   "'<<<<<<< SEARCH' / '=======' / '>>>>>>> REPLACE')")
+    edits, refused = read_edits(text)
+    if refused is not None:
+        return refused
     confine = require_in_evolve_block
     begin, finish = markers
     if confine and not evolve_blocks(code, markers):
         return DiffResult(None, 0, f"the text has no {begin} / {finish} region to edit")
     original = code
     methods: list[str] = []
-    for n, edit in enumerate(parsed.edits, 1):
+    for n, edit in enumerate(edits, 1):
         if confine and any(m in edit.search or m in edit.replace for m in markers):
             return DiffResult(None, 0, f"SEARCH block {n} touches a {begin} / {finish} marker "
                                        "line; edit only the text between the markers")
@@ -319,13 +316,32 @@ def apply_search_replace(
             replacement += "\n"
         code = code[: match.start] + replacement + code[match.end :]
         methods.append(match.method)
+    return edited(original, code, methods, crlf=crlf, confine=confine, markers=markers)
+
+
+def read_edits(text: str) -> tuple[list[Edit], DiffResult | None]:
+    """The reply's SEARCH/REPLACE blocks, or the refusal when one is malformed or there
+    is none (shared by the fuzzy rule here and CodeEvolve's exact one)."""
+    parsed = parse_edits(text)
+    if parsed.error:
+        return [], DiffResult(None, 0, parsed.error)
+    if not parsed.edits:
+        return [], DiffResult(None, 0, "no SEARCH/REPLACE block in the reply (expected "
+                                       "'<<<<<<< SEARCH' / '=======' / '>>>>>>> REPLACE')")
+    return parsed.edits, None
+
+
+def edited(original: str, code: str, methods: list[str], *, crlf: bool, confine: bool,
+           markers: tuple[str, str] = MARKERS) -> DiffResult:
+    """The result of edits that all applied: refused when they change nothing or (when
+    confined to the marked regions) change how many regions there are; CRLF restored."""
     if code == original:
         return DiffResult(None, 0, "the SEARCH/REPLACE blocks leave the program unchanged")
     if confine and len(evolve_blocks(code, markers)) != len(evolve_blocks(original, markers)):
-        return DiffResult(None, 0, f"the edits changed the number of {begin} regions")
+        return DiffResult(None, 0, f"the edits changed the number of {markers[0]} regions")
     if crlf:
         code = code.replace("\n", "\r\n")
-    return DiffResult(code, len(parsed.edits), None, tuple(methods))
+    return DiffResult(code, len(methods), None, tuple(methods))
 
 
 def splice_evolve_blocks(parent: str, new: str) -> tuple[str | None, str | None]:

@@ -23,7 +23,7 @@ written back with CRLF.  The regions are the lines between the marker lines
 
 from __future__ import annotations
 
-from basevolve.prompts.diff import MARKERS, DiffResult, evolve_blocks, parse_edits
+from basevolve.prompts.diff import MARKERS, DiffResult, edited, evolve_blocks, read_edits
 
 
 def apply_exact_search_replace(code: str, text: str, *, markers: tuple[str, str] = MARKERS,
@@ -35,12 +35,9 @@ def apply_exact_search_replace(code: str, text: str, *, markers: tuple[str, str]
     no markers)."""
     crlf = "\r\n" in code
     code = code.replace("\r\n", "\n")
-    parsed = parse_edits(text)
-    if parsed.error:
-        return DiffResult(None, 0, parsed.error)
-    if not parsed.edits:
-        return DiffResult(None, 0, "no SEARCH/REPLACE block in the reply (expected "
-                                   "'<<<<<<< SEARCH' / '=======' / '>>>>>>> REPLACE')")
+    edits, refused = read_edits(text)
+    if refused is not None:
+        return refused
     begin, finish = markers
 
     def regions(text: str) -> list[tuple[int, int]]:
@@ -50,7 +47,7 @@ def apply_exact_search_replace(code: str, text: str, *, markers: tuple[str, str]
         return DiffResult(None, 0, f"the text has no {begin} / {finish} region to edit")
     original, spans = code, regions(code)
     assigned: list[tuple[int, str, str]] = []  # (region, search, replace) in reply order
-    for n, edit in enumerate(parsed.edits, 1):
+    for n, edit in enumerate(edits, 1):
         search, replace = edit.search.strip(), edit.replace.strip()
         if confine and any(m in search or m in replace for m in markers):
             return DiffResult(None, 0, f"SEARCH block {n} touches a {begin} / {finish} marker "
@@ -73,13 +70,8 @@ def apply_exact_search_replace(code: str, text: str, *, markers: tuple[str, str]
         parts += [code[last:s], body]
         last = e
     code = "".join(parts) + code[last:]
-    if code == original:
-        return DiffResult(None, 0, "the SEARCH/REPLACE blocks leave the program unchanged")
-    if confine and len(evolve_blocks(code, markers)) != len(evolve_blocks(original, markers)):
-        return DiffResult(None, 0, f"the edits changed the number of {begin} regions")
-    if crlf:
-        code = code.replace("\n", "\r\n")
-    return DiffResult(code, len(parsed.edits), None, ("exact",) * len(parsed.edits))
+    return edited(original, code, ["exact"] * len(edits), crlf=crlf, confine=confine,
+                  markers=markers)
 
 
 def _first_line(text: str) -> str:
