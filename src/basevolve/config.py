@@ -305,12 +305,16 @@ class RunConfig:
 
     def model_entries(self) -> tuple[Any, ...]:
         """The run's models as :class:`~basevolve.llm.ensemble.ModelEntry` (one for a
-        single-model run: ``model``/``base_url``/``params``)."""
+        single-model run: ``model``/``base_url``/``params``); the first carries the run's
+        ``params`` when it gives none of its own."""
         from basevolve.llm.ensemble import ModelEntry, parse_models
 
         if not self.models:
             return (ModelEntry(self.model, self.base_url, self.params),)
-        return parse_models(self.models)
+        first, *rest = parse_models(self.models)
+        if first.params is None and self.params is not None:  # --params names the first
+            first = replace(first, params=self.params)
+        return (first, *rest)
 
     def _check_deterministic(self) -> None:
         """``--deterministic`` / ``--window`` (issue 23, part 2; engine/ordering.py)."""

@@ -85,7 +85,7 @@ class ModelRouter:
                 e.name, e.base_url or cfg.base_url, params=e.params, settings=settings)
             limit = e.max_in_flight
             self.models.append(Served(e.name, c, float(c.model_spec.active_params), e,
-                                      _price(e, c), None if limit is None else
+                                      _price(e, c.model_spec.name), None if limit is None else
                                       asyncio.Semaphore(limit), own=i > 0))
         self.bandit = None
         if cfg.model_allocator is not None and len(self.models) > 1:
@@ -281,13 +281,11 @@ def model_costs(cfg: Any) -> list[tuple[float, Any]]:
     """Each model's (active parameters, price) from the catalog and ``--model`` keys, no
     I/O: a cost budget's first-call check covers the dearest (engine/budget.py)."""
     from basevolve.llm.catalog import resolve_model
-    from basevolve.llm.prices import parse_price, price_of
 
     out = []
-    for i, e in enumerate(cfg.model_entries()):
-        spec = resolve_model(e.name, e.params if e.params is not None or i else cfg.params)
-        out.append((float(spec.active_params), price_of(
-            spec.name, None if e.price is None else parse_price(e.price))))
+    for e in cfg.model_entries():
+        spec = resolve_model(e.name, e.params)
+        out.append((float(spec.active_params), _price(e, spec.name)))
     return out
 
 
@@ -300,7 +298,7 @@ def check_models(cfg: Any) -> None:
     from basevolve.llm.ensemble import check_catalog
 
     entries = cfg.model_entries()
-    check_catalog(entries, cfg.base_url, cfg.params)
+    check_catalog(entries, cfg.base_url)
     for e in entries:
         if e.base_url is not None and e.base_url != cfg.base_url:
             from basevolve.llm.openai_backend import validate_base_url
@@ -324,12 +322,12 @@ def unpriced_model(cfg: Any) -> str | None:
     return None
 
 
-def _price(entry: Any, client: Any) -> Any:
+def _price(entry: Any, catalog_name: str) -> Any:
     """The model's price: ``price=`` on ``--model``, else the catalog's (None: unpriced)."""
     from basevolve.llm.prices import parse_price, price_of
 
     override = None if entry.price is None else parse_price(entry.price)
-    return price_of(client.model_spec.name, override)
+    return price_of(catalog_name, override)
 
 
 __all__ = ["MODEL_REWARDS", "ModelRouter", "Served", "check_models", "model_costs",

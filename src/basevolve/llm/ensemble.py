@@ -166,17 +166,17 @@ def parse_models(specs: Iterable[str | Mapping[str, Any] | ModelEntry]) -> tuple
     return entries
 
 
-def check_catalog(entries: Sequence[ModelEntry], base_url: str | None,
-                  params: float | None) -> None:
+def check_catalog(entries: Sequence[ModelEntry], base_url: str | None) -> None:
     """Each model is known (catalog or ``params``) and reachable in principle: a served
-    model needs an endpoint, of its own or the run's.  No I/O."""
+    model needs an endpoint, of its own or the run's.  No I/O.  ``entries`` as
+    :meth:`basevolve.config.RunConfig.model_entries` gives them (the run's ``params``
+    already on the first)."""
     from basevolve.llm.catalog import resolve_model
 
     embedded = 0
-    for i, e in enumerate(entries):
+    for e in entries:
         try:
-            spec = resolve_model(e.name, e.params if e.params is not None
-                                 else params if i == 0 else None, params_arg="params=")
+            spec = resolve_model(e.name, e.params, params_arg="params=")
         except ConfigError:
             raise ConfigError(f"--model {e.name}: unknown model (not in `basevolve models`); "
                               f"give its active parameter count, e.g. --model "

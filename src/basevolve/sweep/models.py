@@ -110,9 +110,9 @@ def check_run_models(cfg: Any) -> None:
     if not cfg.models:
         return
     entries = cfg.model_entries()
-    for i, e in enumerate(entries):
+    for e in entries:
         try:
-            resolve_model(e.name, e.params if e.params is not None or i else cfg.params)
+            spec = resolve_model(e.name, e.params)
         except ConfigError:
             raise ConfigError(f"model {e.name!r} is unknown (not in `basevolve models`); give "
                               f'its active parameter count, e.g. "{e.name},params=8e9" or '
@@ -122,13 +122,11 @@ def check_run_models(cfg: Any) -> None:
                 validate_base_url(e.base_url)
             except ConfigError as exc:
                 raise ConfigError(f"model {e.name!r}: {exc}") from None
-        elif cfg.base_url is None and resolve_model(
-                e.name, e.params if e.params is not None or i else cfg.params
-        ).backend != "embedded":
+        elif cfg.base_url is None and spec.backend != "embedded":
             raise ConfigError(f"model {e.name!r} is served over HTTP; give its endpoint as "
                               f'"{e.name},base_url=http://HOST:PORT/v1", or base_url = ... '
                               "for every model (in [defaults] or the block)")
-    check_catalog(entries, cfg.base_url, cfg.params)  # e.g. two embedded models
+    check_catalog(entries, cfg.base_url)  # e.g. two embedded models
     name = unpriced_model(cfg)
     if name is not None:
         raise ConfigError(f"budget_usd needs a price for every model; {name!r} has none in the "
