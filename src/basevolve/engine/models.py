@@ -190,8 +190,12 @@ class ModelRouter:
         self.in_flight[arm] += 1
 
     def answered(self, key: int, arm: int, prompt: int | None, completion: int | None) -> None:
-        """A reply arrived (or a stored one was replayed): its tokens, for the reward."""
+        """A reply arrived: the model's slot is free again; its tokens, for the reward."""
         self.in_flight[arm] = max(0, self.in_flight[arm] - 1)
+        self.tokens(key, prompt, completion)
+
+    def tokens(self, key: int, prompt: int | None, completion: int | None) -> None:
+        """A reply's tokens (live, or a stored one on resume), for a per-token reward."""
         if key in self.open:
             self.open[key][3] = (prompt or 0, completion or 0)
 

@@ -86,8 +86,7 @@ def replay_into(engine: Engine) -> None:
                 proposal, key, model = original.proposal, original.key, original.model
             key_of[r["call_index"]] = key
             if r["status"] == "ok":  # its reply's tokens, for a per-token model reward
-                engine.models.sent(model)
-                engine.models.answered(key, model, r["prompt_tokens"], r["completion_tokens"])
+                engine.models.tokens(key, r["prompt_tokens"], r["completion_tokens"])
             jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"],
                                          key=key, model=model)
             texts[r["call_id"]] = r["text"]
