@@ -96,8 +96,8 @@ class ModelRouter:
                 horizon=cfg.budget, reward_mode="improvement")
         self.p_min = min(m.active_params for m in self.models)
         self.in_flight = [0] * len(self.models)
-        #: per open decision (the call's key: a re-issue keeps it): model, the
-        #: trajectory's best when asked, whether the bandit was asked, the reply's tokens
+        #: per open bandit pull (the call's key: a re-issue keeps it): model, the
+        #: trajectory's best when asked, True, the reply's tokens
         self.open: dict[int, list[Any]] = {}
         #: the models whose worst case fits a cost budget, for the next choice only
         #: (None: no narrowing; set by :meth:`worst_case`)
@@ -133,7 +133,6 @@ class ModelRouter:
         """The model of a new call (a re-issue keeps its call's).  ``replay``: the stored
         call row when a resume replays the decision (it must come out the same)."""
         if not self.several:
-            self.open[key] = [0, best, False, None]
             return 0
         from basevolve.llm.ensemble import weighted_choice
 
@@ -164,7 +163,8 @@ class ModelRouter:
             raise StoreError(f"resume diverged at call {call_index}: stored model "
                              f"{replay['model']!r}, the router chose {self.models[arm].name!r} "
                              "(same models, weights and seed?)")
-        self.open[key] = [arm, best, asked, None]
+        if asked:  # only a bandit pull is rewarded later
+            self.open[key] = [arm, best, True, None]
         return arm
 
     def _stored_mask(self, call_index: int) -> list[bool]:
