@@ -1,19 +1,25 @@
-"""OpenAI-compatible backend (vLLM, SGLang, llama.cpp server, OpenAI) — issue 3, part 2.
+"""OpenAI-compatible backend (vLLM, SGLang, llama.cpp server, OpenAI) -- issue 3, part 2.
 
-Uses the official ``openai`` SDK's async client with its own retries switched off
-(``max_retries=0``): retries, timeouts and the per-call deadline belong to
-:class:`~basevolve.llm.base.RetryingClient` so that every attempt is recorded.  The
-request goes through the SDK's generic ``post`` (its typed ``create`` spends ~1 ms of
-event-loop CPU per call transforming the messages; see ``_attempt``) and the reply
-body is parsed here from the raw text rather than by the SDK, because the fields
-FLOPs need (``usage.prompt_tokens_details.cached_tokens``) and the failure modes we
-must classify (non-JSON body, empty ``choices``) vary between servers.  The body is
-read as a stream and refused past :func:`~basevolve.llm.usage.reply_cap` bytes, and its
-``usage`` is checked by :func:`~basevolve.llm.usage.read_usage` (issue 22, items 3-4):
-a server can neither flood the store nor undercharge a budget.
+Speaks the chat-completions protocol over ``aiohttp`` (issue 23, part 3).  Why not the
+``openai`` SDK it used before: the SDK's request path (its option building, then
+``httpx``/``httpcore`` in pure Python over ``anyio``) cost ~1.5 ms of event-loop CPU per
+call, against ~0.3 ms for ``aiohttp``'s C-accelerated HTTP/1.1 client on the same box
+(benchmarks/README.md, "The LLM slot freed when the reply arrives").  On 2 cores, 16
+replies of a wave are processed one after the other on the loop, so that CPU delayed
+every next request and kept the server below saturation.  We only ever used the SDK's
+generic ``post`` anyway: retries, timeouts and the per-call deadline belong to
+:class:`~basevolve.llm.base.RetryingClient` so that every attempt is recorded, and the
+reply body is parsed here from the raw text, because the fields FLOPs need
+(``usage.prompt_tokens_details.cached_tokens``) and the failure modes we must classify
+(non-JSON body, empty ``choices``) vary between servers.  The body is read as a stream
+and refused past :func:`~basevolve.llm.usage.reply_cap` bytes, and its ``usage`` is
+checked by :func:`~basevolve.llm.usage.read_usage` (issue 22, items 3-4): a server can
+neither flood the store nor undercharge a budget.  Replies are asked for uncompressed
+(``Accept-Encoding: identity``) and never decompressed, so a compressed body cannot grow
+past the cap in memory; redirects are not followed (a 3xx is a failed attempt).
 
-The API key is read from an environment variable at construction, handed to the SDK
-and nowhere else: it is not an attribute of this object's ``repr``, never enters an
+The API key is read from an environment variable at construction and sent as a bearer
+token; it is not an attribute of this object's ``repr``, never enters an
 :class:`~basevolve.records.Attempt` (error strings are scrubbed), and is never logged.
 """
 
@@ -22,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
+import urllib.request
+from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import urlparse
 
-import openai
+import aiohttp
 
+from basevolve import __version__
 from basevolve.errors import ConfigError, LLMError
 from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
 from basevolve.llm.catalog import ModelSpec
@@ -115,59 +123,44 @@ def parse_chat_body(text: str) -> Reply:
                  reply_bytes=size, usage_error=why)
 
 
-# The HTTP client's errors raised while *opening* the connection (refused, DNS failure,
-# TLS handshake failure, connect timeout): no byte of the request reached a server.
-_CONNECT_ERRORS = frozenset({"ConnectError", "ConnectTimeout"})
-
-
 def never_sent(cause: BaseException) -> bool:
     """True when the request provably never reached a server (issue 12, item 2).
 
-    Why by class name: the SDK's HTTP library (``httpx`` or its fork) is its own
-    dependency, not ours; both name these classes the same.  Such an attempt costs no
-    FLOPs; anything else (a reset or a timeout after the request was sent) may have
-    been computed and is charged by ``--charge-unanswered``.
+    ``aiohttp`` raises :class:`aiohttp.ClientConnectorError` (refused, DNS or TLS failure)
+    and :class:`aiohttp.ConnectionTimeoutError` only while *opening* the connection, so no
+    byte of the request was sent.  Such an attempt costs no FLOPs; anything else (a reset
+    or a timeout after the request was sent) may have been computed and is charged by
+    ``--charge-unanswered``.
     """
-    return any(k.__name__ in _CONNECT_ERRORS for k in type(cause).__mro__)
+    return isinstance(cause, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError)
 
 
-def _http_library() -> Any:
-    """The SDK's HTTP library module: ``httpx``, or its fork ``httpx2`` in newer SDKs.
-
-    Why not import it: it is the SDK's dependency, not ours (see :func:`never_sent`); the
-    SDK's default client class names the one it uses.
-    """
-    for cls in openai.DefaultAsyncHttpxClient.__mro__:
-        top = cls.__module__.partition(".")[0]
-        if top not in ("openai", "builtins"):
-            return sys.modules[top]
-    raise RuntimeError("cannot tell the openai SDK's HTTP library")  # pragma: no cover
-
-
-async def _read_capped(response: Any, cap: int) -> bytes:
-    """The body of a streamed ``response``, refused (AttemptFailure) past ``cap`` bytes.
+async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
+    """The body of ``response``, refused (AttemptFailure) past ``cap`` bytes.
 
     Why streamed: reading first and measuring after held a 50 MB reply in memory (and
     stored it twice).  Stops reading at the cap; the connection is then closed.
     """
-    lib = _http_library()
     chunks: list[bytes] = []
     size = 0
-    try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                raise AttemptFailure(
-                    AttemptStatus.BAD_BODY,
-                    f"reply larger than {cap} bytes refused (max_reply_bytes: by default "
-                    f"16 bytes per --max-tokens token + 64 KiB)")
-            chunks.append(chunk)
-    except lib.TimeoutException as exc:
-        raise AttemptFailure(AttemptStatus.TIMEOUT, f"{type(exc).__name__}: {exc}") from None
-    except lib.TransportError as exc:  # the connection broke mid-body
-        raise AttemptFailure(AttemptStatus.CONNECTION_ERROR,
-                             f"{type(exc).__name__}: {exc}") from None
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > cap:
+            raise AttemptFailure(
+                AttemptStatus.BAD_BODY,
+                f"reply larger than {cap} bytes refused (max_reply_bytes: by default "
+                f"16 bytes per --max-tokens token + 64 KiB)")
+        chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _env_proxy(url: str) -> str | None:
+    """The proxy that ``HTTP_PROXY``/``HTTPS_PROXY``/``NO_PROXY`` name for ``url``, as the
+    SDK's HTTP client honoured them; None for a direct connection."""
+    parsed = urlparse(url)
+    if urllib.request.proxy_bypass_environment(parsed.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(parsed.scheme)
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -176,6 +169,36 @@ def _retry_after(headers: Any) -> float | None:
         return float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def _error_message(body: bytes) -> str:
+    """The server's words for a failed status: ``error.message`` of a JSON body (as
+    OpenAI and vLLM send it), else the body's text.  Data, cut by the caller."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return text.strip() or "(empty body)"
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    if isinstance(error, str):
+        return error
+    return text.strip()
+
+
+async def _closed_with_loop(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Closes ``session`` when its event loop shuts down.
+
+    Why: an ``aiohttp`` session must be closed on its own loop, and a client outlives
+    the loop of each ``asyncio.run`` that used it.  ``asyncio.run`` finalises every
+    suspended async generator (``loop.shutdown_asyncgens``) before it closes the loop,
+    which runs this ``finally`` there.
+    """
+    try:
+        yield
+    finally:
+        await session.close()
 
 
 class OpenAIClient(RetryingClient):
@@ -195,8 +218,11 @@ class OpenAIClient(RetryingClient):
         key = os.environ.get(api_key_env) or ""
         self._secrets = tuple(s for s in (key,) if len(s) >= 4)
         self._key = key or "EMPTY"  # local servers (vLLM) accept any key
-        self._client: openai.AsyncOpenAI | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._url = f"{self.base_url}/chat/completions"
+        self._proxy = _env_proxy(self.base_url)
         extra: dict[str, Any] = {}
         if self.settings.enable_thinking is not None:
             extra["chat_template_kwargs"] = {"enable_thinking": self.settings.enable_thinking}
@@ -210,72 +236,69 @@ class OpenAIClient(RetryingClient):
             text = text.replace(secret, "***")
         return text
 
-    def _sdk(self) -> openai.AsyncOpenAI:
-        """The SDK client of the running event loop.
+    async def _session(self) -> aiohttp.ClientSession:
+        """The HTTP session of the running event loop.
 
-        httpx connection pools are bound to the loop that opened them, so a client used
-        from a new loop (a second ``asyncio.run``) gets a fresh SDK client.
+        Connection pools are bound to the loop that opened them, so a client used from a
+        new loop (a second ``asyncio.run``) gets a fresh session; the old one was closed
+        when its loop shut down (:func:`_closed_with_loop`).
         """
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client = openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=self._key,
-                max_retries=0,
-                timeout=self.settings.attempt_timeout_s,
+        if self._http is None or self._loop is not loop:
+            self._http = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._key}",
+                         "Content-Type": "application/json",
+                         "Accept": "application/json",
+                         "Accept-Encoding": "identity",
+                         "User-Agent": f"basevolve/{__version__}"},
+                # no pool cap: the engine's semaphores bound the calls in flight
+                connector=aiohttp.TCPConnector(limit=0),
+                auto_decompress=False,
+                # not aiohttp's trust_env: it reads ~/.netrc in a thread on every request
+                # (and refuses a netrc entry next to our Authorization header); the proxy
+                # comes from the environment once, in __init__
+                trust_env=False,
             )
+            self._closer = _closed_with_loop(self._http)
+            await self._closer.__anext__()
             self._loop = loop
-        return self._client
+        return self._http
 
     async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.close()
-        self._client = None
+        if self._closer is not None and self._loop is asyncio.get_running_loop():
+            await self._closer.aclose()  # closes the session
+        self._http = None
+        self._closer = None
         self._loop = None
 
     async def _attempt(self, payload: dict[str, Any], timeout_s: float) -> Reply:
         max_tokens = int(payload.get("max_tokens") or self.settings.max_tokens)
         cap = reply_cap(max_tokens, self.settings.max_reply_bytes)
+        body = json.dumps({"model": self._spec.served_id, "stream": False, **payload,
+                           **(self._extra_body or {})}).encode()
+        session = await self._session()
         try:
-            # The SDK's generic ``post`` with ``cast_to=str`` (documented for endpoints
-            # without a typed method) returns the body text.  ``chat.completions.create``
-            # would first run its TypedDict transform over every message (~1 ms of
-            # event-loop CPU per call, serialised across concurrent calls) only to
-            # produce the same JSON; we parse the text ourselves anyway (see above).
-            # ``stream=True`` with the HTTP library's Response class: the SDK hands the
-            # response over unread, so the body can be refused past the cap.
-            response = await self._sdk().post(
-                "/chat/completions",
-                cast_to=_http_library().Response,
-                stream=True,
-                stream_cls=None,
-                body={
-                    "model": self._spec.served_id,
-                    "stream": False,
-                    **payload,
-                    **(self._extra_body or {}),
-                },
-                # the retry loop's asyncio clock is authoritative; the SDK's is a backstop
-                options={"timeout": timeout_s + 1.0},
-            )
-        except openai.APIConnectionError as exc:  # APITimeoutError is a subclass
-            cause = exc.__cause__ or exc
-            if never_sent(cause):
+            # the retry loop's asyncio clock is authoritative; this one is a backstop
+            async with session.post(self._url, data=body, allow_redirects=False,
+                                    proxy=self._proxy,
+                                    timeout=aiohttp.ClientTimeout(total=timeout_s + 1.0)
+                                    ) as response:
+                if not 200 <= response.status < 300:
+                    raise await self._status_failure(response, cap)
+                raw = await _read_capped(response, cap)
+        except AttemptFailure:
+            raise
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            if never_sent(exc):
                 status = AttemptStatus.NOT_SENT
-            elif isinstance(exc, openai.APITimeoutError):
+            elif isinstance(exc, TimeoutError):
                 status = AttemptStatus.TIMEOUT
-            else:
+            else:  # refused mid-way: reset, disconnected, truncated body
                 status = AttemptStatus.CONNECTION_ERROR
-            raise AttemptFailure(status, f"{type(cause).__name__}: {cause}") from None
-        except openai.APIStatusError as exc:
-            raise self._status_failure(exc) from None
-        try:
-            body = await _read_capped(response, cap)
-        finally:
-            await response.aclose()
+            raise AttemptFailure(status, f"{type(exc).__name__}: {exc}") from None
         # invalid UTF-8 becomes U+FFFD here; an escaped lone surrogate in the JSON is made
         # storable by the Completion record (basevolve.safe_text)
-        reply = parse_chat_body(body.decode("utf-8", "replace"))
+        reply = parse_chat_body(raw.decode("utf-8", "replace"))
         if reply.reply_bytes > text_limit(max_tokens):
             raise AttemptFailure(
                 AttemptStatus.BAD_BODY,
@@ -283,20 +306,25 @@ class OpenAIClient(RetryingClient):
                 f"{max_tokens} tokens can hold (16 bytes each)")
         return reply
 
-    def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailure:
-        code = exc.status_code
+    async def _status_failure(self, response: aiohttp.ClientResponse,
+                              cap: int) -> AttemptFailure:
+        code = response.status
         if code in _FATAL_STATUSES:
             msg = _FATAL_STATUSES[code].format(
                 env=self.api_key_env, model=self._spec.served_id, url=self.base_url
             )
             raise LLMError(f"HTTP {code}: {msg}")
+        try:
+            detail = _error_message(await _read_capped(response, min(cap, 64 * 1024)))
+        except AttemptFailure:
+            detail = "(error body over 64 KiB, not read)"
         status = AttemptStatus.RATE_LIMITED if code == 429 else AttemptStatus.HTTP_ERROR
         return AttemptFailure(
             status,
-            f"HTTP {code}: {str(exc.message)[:300]}",
+            f"HTTP {code}: {detail[:300]}",
             retryable=code >= 500 or code in _RETRY_STATUSES,
             http_status=code,
-            retry_after_s=_retry_after(exc.response.headers if exc.response else None),
+            retry_after_s=_retry_after(response.headers),
         )
 
 

@@ -7,6 +7,7 @@ configured latency in its own thread, then answers or applies the fault.
 
 from __future__ import annotations
 
+import gzip
 import json
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,11 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
+
+        def setup(self) -> None:  # one handler per connection: count them
+            super().setup()
+            with server._lock:
+                server.connections += 1
 
         def _send(
             self,
@@ -118,6 +124,11 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
                 data = json.dumps(server._completion(body, index, prompt)).encode()
                 self._send(200, data[: len(data) // 2], {"Connection": "close"}, declared=len(data))
                 self.close_connection = True
+            elif fault is Fault.REDIRECT:
+                self._send(307, b"{}", {"Location": "http://127.0.0.1:9/v1/chat/completions"})
+            elif fault is Fault.GZIP:
+                data = json.dumps(server._completion(body, index, prompt)).encode()
+                self._send(200, gzip.compress(data), {"Content-Encoding": "gzip"})
             elif fault is Fault.LENGTH:
                 payload = server._completion(body, index, prompt)
                 for choice in payload["choices"]:

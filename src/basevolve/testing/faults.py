@@ -18,6 +18,8 @@ class Fault(StrEnum):
     EMPTY_CHOICES = "empty_choices"  # 200 with ``choices: []``
     TRUNCATED = "truncated"  # 200 whose body is cut mid-way (connection closed early)
     LENGTH = "length"  # a valid reply cut at half its text, ``finish_reason: "length"``
+    REDIRECT = "redirect"  # 307 to another URL (a client must not follow it with the key)
+    GZIP = "gzip"  # 200 whose valid reply is gzip-compressed although none was asked for
 
 
 __all__ = ["Fault"]

@@ -198,6 +198,7 @@ class LLMTestServer:
         self._prompt_order: deque[str] = deque()  # insertion order, for eviction
         self._payloads: dict[int, dict[str, Any]] = {}  # replies computed before the wait
         self.n_requests = 0
+        self.connections = 0  # TCP connections accepted (keep-alive reuses one)
         self.model_ids = tuple(model_ids)  # what GET /v1/models lists (empty: answer 404)
         self._lock = threading.Lock()
         self._stop = threading.Event()
