@@ -27,6 +27,7 @@ from basevolve.engine.evaluator import start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs
+from basevolve.engine.resumable import check_resumable
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
 from basevolve.errors import ConfigError, StoreError
@@ -350,6 +351,7 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
         if task is not None and task.name != cfg.task:
             raise ConfigError(f"run {run_id!r} was made with task {cfg.task!r}; the task "
                               f"given to resume it is named {task.name!r}")
+        check_resumable(store, run_id, cfg)
         task_obj = task
         with _prepared(cfg, notify, task_obj, pool) as prep:
             task = prep.task
@@ -417,6 +419,7 @@ async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = N
         return await finished_summary_async(
             store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
             task=task) | {"resumed": False}
+    check_resumable(store, run_id, cfg)
     task = task if task is not None else load_task(cfg.task, cfg.task_params)
     check_resume(run_id, row.get("task_sha256"), task_identity(cfg.task, task),
                  allow_change=False)
