@@ -1,10 +1,11 @@
 """Allocation-quality benchmark (issue 13): the paper's comparisons through the whole stack.
 
-Greedy at T in {1, ~sqrt(C), C}, BaSE (random, round_robin, ucb, exp3p, thompson, and
-AdaEvolve's island rule as an allocator, adaptive_ucb; K = 10 trajectories of greedy N = 1,
-one call per pull) and the island protocols (openevolve, codeevolve, shinkaevolve,
-adaevolve; each alone, one population, and under Thompson with K = 10 populations:
-"openevolve+thompson", paper Table 1; adaevolve also under UCB and adaptive_ucb, the
+Greedy at T in {1, ~sqrt(C), C}, BaSE (random, round_robin, ucb, exp3p, the paper's plain
+Thompson sampling thompson_plain, our discounted thompson, and AdaEvolve's island rule as
+an allocator, adaptive_ucb; K = 10 trajectories of greedy N = 1, one call per pull) and the
+island protocols (openevolve, codeevolve, shinkaevolve, adaevolve; each alone, one
+population, and under plain Thompson with K = 10 populations: "openevolve+thompson_plain",
+paper Table 1; adaevolve also under UCB and adaptive_ucb, the
 AdaEvolve block of the pairwise table, issue 26) run as one ``basevolve sweep``
 (docs/sweeps.md) through the real engine, sandbox, scorer and SQLite store against the
 simulated mutation LLM (``basevolve simulate-server``, :mod:`basevolve.testing.sim`,
@@ -19,9 +20,9 @@ and P(fitness >= tau) for the paper's thresholds (Table 3: CP 0.95/0.99, MMD
 0.80/0.90/0.95, HT 0.50/0.70), and the paper's two-step decomposition (Section 5.3):
 the *pool effect* single trajectory (greedy T = C) -> BaSE random, and the *allocation
 effect* random -> each bandit; plus, per island protocol, the effect of running it under
-Thompson (protocol -> protocol+thompson, and +ucb / +adaptive_ucb for adaevolve), the
+Thompson (protocol -> protocol+thompson_plain, and +ucb / +adaptive_ucb for adaevolve), the
 closest rival head to head ("rival": adaevolve and base adaptive_ucb -> base ucb / base
-thompson), and the paper's pairwise table (protocol alone vs BaSE over its trajectories).  Each effect is a difference of means with a
+thompson_plain), and the paper's pairwise table (protocol alone vs BaSE over its trajectories).  Each effect is a difference of means with a
 95% CI from independent stratified bootstraps (``basevolve.analysis.stratified_bootstrap``).
 
     python benchmarks/allocation_quality.py --quick     # C = 128, 10 seeds, capability 1
@@ -61,7 +62,10 @@ from basevolve.testing.sim.grid import simulators
 TASKS = ("circle_packing", "min_max_distance", "heilbronn_triangle")
 THRESHOLDS = {"circle_packing": (0.95, 0.99), "min_max_distance": (0.80, 0.90, 0.95),
               "heilbronn_triangle": (0.50, 0.70)}
-BANDITS = ("random", "round_robin", "ucb", "exp3p", "thompson", "adaptive_ucb")
+#: The paper's Thompson sampling is the plain one (issue 23, item 1): its columns use
+#: ``thompson_plain``; the discounted ``thompson`` is ours and runs as its own BaSE row.
+PAPER_THOMPSON = "thompson_plain"
+BANDITS = ("random", "round_robin", "ucb", "exp3p", PAPER_THOMPSON, "thompson", "adaptive_ucb")
 PROTOCOLS = ("openevolve", "codeevolve", "shinkaevolve", "adaevolve")
 #: Protocols run under UCB and adaptive_ucb as well (Thompson runs for every protocol):
 #: the AdaEvolve block of the paper's pairwise table, protocol alone vs BaSE (issue 26).
@@ -69,12 +73,12 @@ PAIRWISE = ("adaevolve",)
 PAIRWISE_EXTRA = ("ucb", "adaptive_ucb")
 #: The closest rival head to head: AdaEvolve alone, and its island rule as an allocator,
 #: against BaSE over greedy trajectories (issue 26).
-RIVALS = (("adaevolve", "base ucb"), ("adaevolve", "base thompson"),
-          ("base adaptive_ucb", "base ucb"), ("base adaptive_ucb", "base thompson"))
+RIVALS = (("adaevolve", "base ucb"), ("adaevolve", f"base {PAPER_THOMPSON}"),
+          ("base adaptive_ucb", "base ucb"), ("base adaptive_ucb", f"base {PAPER_THOMPSON}"))
 #: Rows of the pairwise table: (row, allocator); the greedy column's BaSE rows are the
 #: "base ..." methods (K = 10 trajectories of greedy N = 1), its baseline greedy T = C.
 PAIRWISE_ROWS = (("Baseline", None), ("UCB", "ucb"), ("EXP3.P", "exp3p"),
-                 ("Thompson", "thompson"), ("adaptive_ucb", "adaptive_ucb"))
+                 ("Thompson", PAPER_THOMPSON), ("adaptive_ucb", "adaptive_ucb"))
 ARMS = 10
 ENDPOINT_LIMIT = 16  # requests a simulator takes at once (the paper: vLLM, 16 in flight)
 SWEEP_NAME = "allocation-quality"
@@ -93,7 +97,7 @@ def methods(c: int, bandits: tuple[str, ...] = BANDITS,
         (f"greedy T={t}", {"depth": t}) for t in sorted({1, sqrt_depth(c), c})]
     out += [(f"base {b}", {"allocator": b, "arms": ARMS}) for b in bandits]
     out += [(p, {"protocol": p}) for p in protocols]
-    out += [(f"{p}+thompson", {"protocol": p, "allocator": "thompson", "arms": ARMS})
+    out += [(f"{p}+{PAPER_THOMPSON}", {"protocol": p, "allocator": PAPER_THOMPSON, "arms": ARMS})
             for p in protocols]
     out += [(f"{p}+{a}", {"protocol": p, "allocator": a, "arms": ARMS})
             for p in protocols if p in PAIRWISE for a in PAIRWISE_EXTRA]
@@ -130,7 +134,7 @@ def sweep_data(specs: list[tuple[str, float]], urls: list[str], budgets: list[in
     if protocols:
         grid.append({**servers, "budget": budgets, "protocol": list(protocols)})
         grid.append({**servers, "budget": budgets, "protocol": list(protocols),
-                     "allocator": "thompson", "arms": ARMS})
+                     "allocator": PAPER_THOMPSON, "arms": ARMS})
     if [p for p in protocols if p in PAIRWISE]:
         grid.append({**servers, "budget": budgets, "arms": ARMS,
                      "protocol": [p for p in protocols if p in PAIRWISE],
@@ -198,7 +202,7 @@ def report(df: pd.DataFrame, rng: np.random.Generator, bandits: tuple[str, ...] 
             steps += [("allocation", rand, f"base {b}", f"random -> {b:<11}") for b in bandits
                       if b != "random" and f"base {b}" in by]
         steps += [("base", p, f"{p}+{a}", f"{p} -> {p}+{a}") for p in protocols
-                  for a in ("thompson", *PAIRWISE_EXTRA) if p in by and f"{p}+{a}" in by]
+                  for a in (PAPER_THOMPSON, *PAIRWISE_EXTRA) if p in by and f"{p}+{a}" in by]
         steps += [("rival", a, b, f"{a} -> {b}") for a, b in RIVALS if a in by and b in by]
         for step, a, b, label in steps:
             eff, lo, hi = _diff_ci(by[a], by[b], rng)
