@@ -80,6 +80,7 @@ from basevolve.allocators import ALLOCATORS
 from basevolve.config import RunConfig
 from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_worst_case
 from basevolve.engine.credit import Credit
+from basevolve.engine.followups import continue_pull, declared_followups, release_followups
 from basevolve.engine.models import ModelRouter
 from basevolve.engine.ordering import order_for
 from basevolve.engine.state import (
@@ -249,7 +250,8 @@ class Engine:
     # ---------------------------------------------------------------- decisions
     def reserved(self) -> int:
         """Calls in flight, queued for re-issue, or still owed by open pulls."""
-        return len(self.llm) + len(self.reissue) + sum(p.to_issue for p in self.open_pulls.values())
+        return len(self.llm) + len(self.reissue) + sum(p.to_issue + p.owed
+                                                       for p in self.open_pulls.values())
 
     def next_call(self) -> Issue | None:
         """A failed or lost call to send again, else :meth:`next_decision`."""
@@ -354,6 +356,7 @@ class Engine:
         if reissue_of is None:
             self.next_key += 1
             self.order.opened(job)
+            pull.owed += declared_followups(proposal)  # engine/followups.py
         self.models.sent(arm)
         coro = served.complete(proposal.messages, temperature=self.cfg.temperature,
                                top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
@@ -402,6 +405,7 @@ class Engine:
             self.reissue.append((job.proposal, job.pull, job))
         else:
             self.order.dropped(job)
+            release_followups(job.pull, job.proposal)  # never told: its follow-ups neither
             self.models.cancel(job.key, job.call_index, live=True)
         self._emit()
 
@@ -443,7 +447,10 @@ class Engine:
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
         self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25)
                          self.models.reward(job.key, ev.score if ev.valid else None), live=True)
+        queued = self.protocols[job.pull.trajectory].queued_followups
+        release_followups(job.pull, job.proposal)
         self.credit.tell_child(job, child_of(pid, code, ev))
+        continue_pull(self, job.pull, queued)  # engine/followups.py
         self.children += 1
         self.valid_children += int(ev.valid)
         self._pull_told(job.pull)
@@ -452,7 +459,10 @@ class Engine:
         """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
         self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
         self.models.tell(job.key, job.call_index, None, live=True)  # no child: no reward
+        queued = self.protocols[job.pull.trajectory].queued_followups
+        release_followups(job.pull, job.proposal)
         self.credit.tell_text(job, text)
+        continue_pull(self, job.pull, queued)
         self._pull_told(job.pull)
 
     def _pull_told(self, pull: Pull) -> None:

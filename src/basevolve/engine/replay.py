@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from basevolve.engine.followups import declared_followups, release_followups
 from basevolve.engine.state import CallJob, child_from_row
 from basevolve.errors import StoreError
 from basevolve.protocols import Proposal
@@ -81,6 +82,7 @@ def replay_into(engine: Engine) -> None:
                 model = engine.models.choose(proposal, key=key, call_index=r["call_index"],
                                              best=engine.protocols[t].best.score, replay=r) \
                     if r["model"] is not None else 0
+                pull.owed += declared_followups(proposal)
             else:
                 original = jobs[r["reissue_of"]]
                 proposal, key, model = original.proposal, original.key, original.model
@@ -93,6 +95,7 @@ def replay_into(engine: Engine) -> None:
             calls.append(r)
         elif kind == "text":  # a judge/meta reply handed to the protocol
             job = jobs[r["call_id"]]
+            release_followups(job.pull, job.proposal)
             engine.credit.tell_text(job, r["text"] or "")
             job.pull.told += 1
             told.add(r["call_id"])
@@ -100,6 +103,7 @@ def replay_into(engine: Engine) -> None:
             job = jobs[r["call_id"]]
             child = child_from_row(r)
             engine.protocols[t].observe_reply(job.proposal, texts.get(r["call_id"]) or "")
+            release_followups(job.pull, job.proposal)
             engine.credit.tell_child(job, child)  # the gain's credit rebuilt too
             engine.children += 1
             engine.valid_children += int(child.valid)
@@ -164,6 +168,7 @@ def _requeue(engine: Engine, calls: list[Any], jobs: dict[int, CallJob], told: s
             engine.pending_evals.append((job, parsed.code, parsed.error))
         elif status in ("pending", "lost", "failed") and r["call_id"] not in reissued:
             if status == "failed" and engine.completed + engine.reserved() >= engine.C:
+                release_followups(job.pull, job.proposal)
                 continue  # a counted failure at the end of the budget is not retried
             engine.reissue.append((job.proposal, job.pull, job))
         else:

@@ -38,6 +38,9 @@ class Pull:
     best_before: float
     to_issue: int  # calls not yet asked of the protocol
     told: int = 0  # calls whose child has been told
+    #: follow-ups its sent calls declared (``meta['followups']``, e.g. CodeEvolve's code
+    #: call after a meta prompt) and that are not yet told: reserved budget
+    owed: int = 0
 
     @property
     def done(self) -> bool:

@@ -241,6 +241,14 @@ class Protocol(ABC):
             )
         self._initial = self._best = child
 
+    @property
+    def queued_followups(self) -> int:
+        """Calls this protocol will ask before anything new: follow-ups its tells queued
+        (a code call after a meta prompt, a judge call, a retry).  The engine continues
+        the pull that caused them with them (engine/followups.py); 0 for protocols
+        without follow-ups."""
+        return 0
+
     def can_ask(self) -> bool:
         """Whether :meth:`ask` may be called now (False at a generation barrier)."""
         return self._can_ask()

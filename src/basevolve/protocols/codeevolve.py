@@ -187,7 +187,9 @@ class CodeEvolveProtocol(IslandProtocol):
         prompt = self.prompts[job["island"]][job["prompt"]].text
         messages = build_meta_messages(prompt=prompt, program=self._shown(parent),
                                        language=self.task.language)
-        meta = {"island": job["island"], "kind": job["kind"], "base_prompt": job["prompt"]}
+        # its reply is always followed by the code call (_on_text): the engine reserves it
+        meta = {"island": job["island"], "kind": job["kind"], "base_prompt": job["prompt"],
+                "followups": 1}
         return Call(messages, parent.program_id, parent.code, "meta_prompt", meta, {"job": job})
 
     def _code_call(self, job: dict[str, Any]) -> Call:

@@ -124,6 +124,10 @@ class IslandProtocol(Protocol):
         if call is not None and call.ctx.get("followup"):
             self._followups.appendleft(call)  # the chain continues with the same call
 
+    @property
+    def queued_followups(self) -> int:
+        return len(self._followups)
+
     def follow_up(self, call: Call) -> None:
         call.ctx["followup"] = True
         self._followups.append(call)

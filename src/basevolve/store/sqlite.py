@@ -323,6 +323,12 @@ class RunStore:
                           (-1 if kind == "cancel" else 1, run_id, trajectory)))
         self._tx(stmts)
 
+    def extend_pull(self, run_id: str, pull_id: int, calls: int) -> None:
+        """A pull gains ``calls`` follow-up calls (engine/followups.py): its stored
+        ``units`` (the calls it consists of) grow, so a resume reopens it whole."""
+        self._tx([("UPDATE allocations SET units = units + ? WHERE run_id=? AND seq=?",
+                   (int(calls), run_id, int(pull_id)))])
+
     def insert_model_event(self, run_id: str, *, seq: int, kind: str, call_index: int,
                            model: str, arm: int, reward: float | None = None,
                            eligible: Sequence[bool] | None = None,
