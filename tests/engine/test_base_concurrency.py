@@ -76,13 +76,22 @@ def test_bandits_concentrate_on_the_best_trajectory(pool, tmp_path, allocator):
 @pytest.mark.parametrize("allocator", ["ucb", "thompson_plain"])
 def test_bandits_choose_in_arrival_order(pool, tmp_path, allocator):
     """The default arrival order: every decision still has a choice while 16 calls are in
-    flight, and the best arm gets more than the median arm.  (The strength of the
-    concentration depends on when replies arrive; it is measured in
-    ``benchmarks/base_concurrency.py``, not asserted here.)"""
+    flight, and the best program is found on the best arm.  Where the calls concentrate
+    depends on when replies arrive, so it is pinned by the issue-order test above and
+    measured in ``benchmarks/base_concurrency.py``; here only UCB's, which does not vary
+    (70-71 of 256 calls on arm 0 in every run).
+
+    Plain Thompson sampling, with this test's one sandbox worker, put fewer calls on arm 0
+    than on the median arm in 2 of 16 runs of the code before 2026-11-26 and 3 of 16 after
+    (quiet box; arm 0 got 3-17 calls there): its early draws favour an arm whose first
+    children happened to improve, and the best-so-far reward reinforces it.  So its
+    concentration is not asserted in arrival order (a stricter form of that check failed
+    CI once)."""
     s, per_arm = _base(pool, tmp_path, allocator)
-    assert s["best_arm"] == 0
-    assert per_arm[0] > np.median(per_arm), per_arm
+    assert s["best_arm"] == 0  # the best program was found on the best arm
     assert s["decisions_with_choice"] >= 0.9
+    if allocator == "ucb":
+        assert per_arm[0] > np.median(per_arm), per_arm
 
 
 def test_random_spreads_calls_evenly(pool, tmp_path):
