@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from logical_support import logical_run
 
 from basevolve.config import RunConfig, budget_fields
 from basevolve.engine import start_run
@@ -129,38 +130,6 @@ def test_generation_pulls_and_greedy_n_replicate(pool, tmp_path):
 
 
 # ----------------------------------------------------------------- kill and resume
-def _logical(store: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """The run as its decisions and results, whatever calls were lost and sent again:
-    a re-sent call stands in its first call's place (the n-th call decided); pulls by
-    rank (ids are event numbers, which the lost calls' rows shift)."""
-    con = sqlite3.connect(store)
-    try:
-        rows = con.execute("SELECT call_id, reissue_of FROM calls ORDER BY call_index").fetchall()
-        parent = dict(rows)
-        decided = {cid: n for n, cid in enumerate(c for c, p in rows if p is None)}
-
-        def key(cid: int) -> int:
-            while parent[cid] is not None:
-                cid = parent[cid]
-            return decided[cid]
-
-        pulls = [p for (p,) in con.execute(
-            "SELECT pull_id FROM allocations WHERE kind IN ('assign', 'ask') ORDER BY seq")]
-        rank = {p: i for i, p in enumerate(pulls)}
-        calls = sorted((key(r[0]), rank[r[1]], *r[2:]) for r in con.execute(
-            "SELECT call_id, pull_id, trajectory, generation, slot, parent_id, seed, purpose, "
-            "messages_json, text, counted FROM calls WHERE status = 'ok'"))
-        programs = [(key(r[0]) if r[0] is not None else None, *r[1:]) for r in con.execute(
-            "SELECT call_id, program_id, parent_id, trajectory, generation, score, valid, "
-            "code, error FROM programs ORDER BY seq")]
-        allocations = [(r[0], rank[r[1]], *r[2:]) for r in con.execute(
-            "SELECT kind, pull_id, trajectory, units, reward, eligible_json, summary_json "
-            "FROM allocations ORDER BY seq")]
-        return {"calls": calls, "programs": programs, "allocations": allocations}
-    finally:
-        con.close()
-
-
 def _untold_and_fresh(store: Path) -> tuple[int, int, int]:
     """(counted calls, answered calls not yet told, calls sent < 0.1 s ago in flight)."""
     try:
@@ -215,7 +184,7 @@ def test_sigkill_and_resume_give_the_same_run(pool, tmp_path):
     con.close()
     assert same_seed == resumed["calls_lost"]  # a lost call is asked again with its seed
     assert resumed["best_score"] == reference["best_score"]
-    ref, got = _logical(tmp_path / "ref.sqlite"), _logical(store)
+    ref, got = logical_run(tmp_path / "ref.sqlite"), logical_run(store)
     for part in ref:
         assert ref[part] == got[part], part
 
@@ -239,7 +208,7 @@ def test_a_failed_call_is_asked_again_in_its_place(pool, tmp_path):
                          "AND c.status = 'ok'").fetchone()[0]
     con.close()
     assert failed == 2
-    ref, got = _logical(tmp_path / "ref.sqlite"), _logical(tmp_path / "faults.sqlite")
+    ref, got = logical_run(tmp_path / "ref.sqlite"), logical_run(tmp_path / "faults.sqlite")
     for part in ref:
         assert ref[part] == got[part], part
 

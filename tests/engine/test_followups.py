@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from logical_support import logical_run
 
 from basevolve.config import RunConfig
 from basevolve.engine import start_run
@@ -106,7 +107,7 @@ def test_sigkill_and_resume_of_an_issue_order_run_make_the_same_run(pool, tmp_pa
                               text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1])["calls_completed"] == budget
-    assert _logical(store) == _logical(tmp_path / "ref.sqlite")
+    assert logical_run(store) == logical_run(tmp_path / "ref.sqlite")
 
 
 def _extended_and_in_flight(store: Path) -> bool:
@@ -120,31 +121,3 @@ def _extended_and_in_flight(store: Path) -> bool:
             con.close()
     except sqlite3.Error:
         return False
-
-
-def _logical(store: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """The run as decisions and results: a re-sent call stands in its first call's place,
-    pulls by rank (lost calls' rows shift the event numbers)."""
-    con = sqlite3.connect(store)
-    try:
-        rows = con.execute("SELECT call_id, reissue_of FROM calls ORDER BY call_index").fetchall()
-        parent = dict(rows)
-        decided = {cid: n for n, cid in enumerate(c for c, p in rows if p is None)}
-
-        def key(cid: int) -> int:
-            while parent[cid] is not None:
-                cid = parent[cid]
-            return decided[cid]
-
-        pulls = [p for (p,) in con.execute(
-            "SELECT pull_id FROM allocations WHERE kind IN ('assign', 'ask') ORDER BY seq")]
-        rank = {p: i for i, p in enumerate(pulls)}
-        calls = sorted((key(r[0]), rank[r[1]], *r[2:]) for r in con.execute(
-            "SELECT call_id, pull_id, trajectory, purpose, seed, messages_json, text "
-            "FROM calls WHERE status = 'ok'"))
-        allocations = [(r[0], rank[r[1]], *r[2:]) for r in con.execute(
-            "SELECT kind, pull_id, trajectory, units, reward FROM allocations ORDER BY seq")]
-        scores = sorted(s for (s,) in con.execute("SELECT score FROM programs"))
-        return {"calls": calls, "allocations": allocations, "scores": scores}
-    finally:
-        con.close()

@@ -4,7 +4,6 @@ from before the judge decided ahead of evaluation."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -33,10 +32,6 @@ def _judge_run(pool, store: Path, url: str) -> None:
     assert judges >= 1  # similar children went to the novelty judge
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def test_a_judge_run_of_the_old_order_is_refused_and_left_as_it_was(
         pool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "s.sqlite"
@@ -51,14 +46,14 @@ def test_a_judge_run_of_the_old_order_is_refused_and_left_as_it_was(
                 con.execute("UPDATE calls SET meta_json=? WHERE call_id=?",
                             (json.dumps(m), call_id))
         con.close()
-        before = _sha(store)
+        before = store.read_bytes()
         code = main(["run", "--resume", "old", "--store", str(store)])
         n_requests = len(srv.requests)
     err = capsys.readouterr().err
     assert code == 2 and n_requests == 18  # nothing was sent
     assert "cannot be resumed" in err and "start a new run" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert _sha(store) == before
+    assert store.read_bytes() == before
 
 
 def test_a_judge_run_of_this_order_resumes(pool, tmp_path: Path) -> None:
