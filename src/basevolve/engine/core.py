@@ -65,7 +65,11 @@ from basevolve.config import RunConfig
 from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_worst_case
 from basevolve.engine.credit import Credit
 from basevolve.engine.decisions import Decisions, Issue
-from basevolve.engine.followups import continue_pull, declared_followups, release_followups
+from basevolve.engine.followups import (
+    declared_followups,
+    release_followups,
+    told_with_followups,
+)
 from basevolve.engine.models import ModelRouter
 from basevolve.engine.ordering import order_for
 from basevolve.engine.state import (
@@ -353,10 +357,8 @@ class Engine(Decisions):
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
         self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25)
                          self.models.reward(job.key, ev.score if ev.valid else None), live=True)
-        queued = self.protocols[job.pull.trajectory].queued_followups
-        release_followups(job.pull, job.proposal)
-        self.credit.tell_child(job, child_of(pid, code, ev))
-        continue_pull(self, job.pull, queued)  # engine/followups.py
+        told_with_followups(self, job, partial(self.credit.tell_child, job,
+                                               child_of(pid, code, ev)))
         self.children += 1
         self.valid_children += int(ev.valid)
         self._pull_told(job.pull)
@@ -365,10 +367,7 @@ class Engine(Decisions):
         """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
         self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
         self.models.tell(job.key, job.call_index, None, live=True)  # no child: no reward
-        queued = self.protocols[job.pull.trajectory].queued_followups
-        release_followups(job.pull, job.proposal)
-        self.credit.tell_text(job, text)
-        continue_pull(self, job.pull, queued)
+        told_with_followups(self, job, partial(self.credit.tell_text, job, text))
         self._pull_told(job.pull)
 
     def _pull_told(self, pull: Pull) -> None:

@@ -30,11 +30,12 @@ reserved`` does not depend on which replies have arrived).  Protocols without fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from basevolve.engine.core import Engine
-    from basevolve.engine.state import Pull
+    from basevolve.engine.state import CallJob, Pull
     from basevolve.protocols import Proposal
 
 
@@ -50,6 +51,16 @@ def declared_followups(proposal: Proposal) -> int:
 def release_followups(pull: Pull, proposal: Proposal) -> None:
     """``proposal`` was told (or will never be): what it declared is no longer owed."""
     pull.owed = max(0, pull.owed - declared_followups(proposal))
+
+
+def told_with_followups(engine: Engine, job: CallJob, tell: Callable[[], None]) -> None:
+    """Tell ``job``'s result to its protocol (``tell``), then continue its pull with the
+    follow-ups that tell queued; what ``job`` declared is no longer owed."""
+    pull = job.pull
+    queued = engine.protocols[pull.trajectory].queued_followups
+    release_followups(pull, job.proposal)
+    tell()
+    continue_pull(engine, pull, queued)
 
 
 def continue_pull(engine: Engine, pull: Pull, queued_before: int) -> int:
@@ -72,4 +83,4 @@ def continue_pull(engine: Engine, pull: Pull, queued_before: int) -> int:
     return n
 
 
-__all__ = ["continue_pull"]
+__all__ = ["continue_pull", "declared_followups", "release_followups", "told_with_followups"]
