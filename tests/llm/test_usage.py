@@ -143,8 +143,8 @@ def test_the_reply_cap_is_overridable_and_a_fitting_reply_is_kept_whole() -> Non
         refused = run(make_client("m", srv.base_url, params=P, settings=small).complete(MSG))
         kept = run(make_client("m", srv.base_url, params=P, settings=ONE_TRY).complete(MSG))
     assert not refused.ok and "larger than 1024 bytes" in refused.attempts[-1].error
-    assert kept.ok and kept.text == text and kept.usage == Usage(
-        kept.usage.prompt_tokens, kept.usage.cached_tokens, 225)
+    assert kept.ok and kept.text == text and kept.usage == Usage(  # 900 // 4, at most 64
+        kept.usage.prompt_tokens, kept.usage.cached_tokens, 64)
 
 
 def test_reply_text_from_the_server_is_made_storable() -> None:
@@ -155,3 +155,26 @@ def test_reply_text_from_the_server_is_made_storable() -> None:
     assert c.ok and c.text == "a\ufffdb\U0001f600"
     reply = parse_chat_body(json.dumps(body))
     assert reply.finish_reason is None  # not text: dropped, not stored as an object
+
+
+def test_counts_above_what_the_request_allowed_are_impossible() -> None:
+    """Issue 32, item 1: ``completion_tokens`` above ``max_tokens`` and ``prompt_tokens``
+    above the sent prompt's bound (+ the template slack) cannot be true."""
+    limits = {"max_tokens": 64, "prompt_tokens_max": 500}
+    assert read_usage(_usage(500, 64), **limits) == (Usage(500, 0, 64), None)  # at the edge
+    for usage, field in [(_usage(500, 65), "completion_tokens=65 for a request of "
+                                           "max_tokens=64"),
+                         (_usage(501, 64), "prompt_tokens=501 for a prompt that holds at "
+                                           "most 500")]:
+        got, why = read_usage(usage, **limits)
+        assert got is None and why.startswith(IMPOSSIBLE_USAGE) and field in why
+
+
+@pytest.mark.parametrize("lie", [{"completion_tokens": 65},  # max_tokens is 64
+                                 {"prompt_tokens": 2**31 - 1}])
+def test_a_server_claiming_more_than_it_was_asked_is_marked(lie) -> None:
+    with LLMTestServer(replies=["done"], **lie) as srv:
+        c = run(make_client("m", srv.base_url, params=P, settings=ONE_TRY).complete(MSG))
+    attempt = c.attempts[-1]
+    assert c.ok and attempt.usage is None and attempt.error.startswith(IMPOSSIBLE_USAGE)
+    assert call_flops(c, P, max_tokens=64) == 2 * P * 64  # charged as unmeasured

@@ -49,9 +49,12 @@ def progress_line(s: dict[str, Any], elapsed_s: float, decoding: str = "") -> st
     best_text = "-" if best is None else f"{best:.4f}"
     minutes, seconds = divmod(int(elapsed_s), 60)
     calls = f"calls {s['calls_completed']}/{s['budget']}"
-    if s.get("budget_kind") in ("flops", "tokens"):  # a cost budget: spent / limit
-        calls = (f"calls {s['calls_completed']}  {s['budget_kind']} "
-                 f"{s['budget_spent']:.3g}/{s['budget_limit']:.3g}")
+    kind = s.get("budget_kind")
+    if kind in ("flops", "tokens", "usd"):  # a cost budget: spent / limit, not calls/cap
+        spent, limit = s["budget_spent"], s["budget_limit"]
+        money = (f"${spent:.4g}/${limit:.4g}" if kind == "usd"  # issue 32: was calls 0/1000000
+                 else f"{kind} {spent:.3g}/{limit:.3g}")
+        calls = f"calls {s['calls_completed']}  {money}"
     return (f"[{clean(s['run_id'])}] {minutes:d}:{seconds:02d}  in flight {s.get('in_flight', 0)}  "
             f"{calls}  best {best_text}  valid {rate}  FLOPs {s['flops']:.3g}"
             + (f"  {decoding}" if decoding else ""))

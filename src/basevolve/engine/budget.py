@@ -48,18 +48,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from basevolve.llm.flops import NoUsagePolicy, attempt_flops, attempt_tokens
+from basevolve.llm.usage import TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE
+from basevolve.llm.usage import TOKENS_PER_PROMPT as TOKENS_PER_PROMPT
+from basevolve.llm.usage import prompt_bound as static_prompt_bound
 from basevolve.records import Completion
 
 #: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens/-usd``.
 BUDGET_KINDS: tuple[str, ...] = ("calls", "flops", "tokens", "usd")
-TOKENS_PER_MESSAGE = 16  # role markers and separators of a chat template, per message
-TOKENS_PER_PROMPT = 64  # start/end markers and the generation prompt, per request
-
-
-def static_prompt_bound(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Upper bound on a chat prompt's tokens: bytes of every content + template markers."""
-    size = sum(len(str(m.get("content") or "").encode()) for m in messages)
-    return size + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_PROMPT
 
 
 @dataclass(slots=True)
@@ -82,6 +77,7 @@ class CostLedger:
     eval_worst: float = 0.0  # --count-eval-calls: one evaluation's worst case (0: free)
     eval_reserved: dict[int, float] = field(default_factory=dict)
     price: Any = None  # --budget-usd: the run's (first) model's llm.prices.Price
+    capped: int = 0  # calls whose charge was cut to their reservation (settle)
 
     def __post_init__(self) -> None:
         if self.kind not in BUDGET_KINDS:
@@ -156,10 +152,19 @@ class CostLedger:
         """Replace call ``key``'s reservation by its real cost; learn the prompt excess.
 
         ``counted``: for a call budget, whether the call counts (an uncounted failed call
-        is re-issued and costs nothing, as C counts it)."""
-        self.reserved.pop(key, None)
+        is re-issued and costs nothing, as C counts it).
+
+        The invariant (issue 32, item 1): a call is never charged more than was reserved
+        for it, in any unit.  Usage a server could not have measured is refused before
+        (:mod:`basevolve.llm.usage`); what is left above the reservation (a prompt of a
+        server template longer than the excess learned so far) is cut to it here, and
+        :meth:`restore` cuts a stored call the same way, so a resume spends the same."""
+        reserved = self.reserved.pop(key, None)
         cost = self.cost_of(completion, params, price) if counted or self.kind != "calls" \
             else 0.0
+        if reserved is not None and cost > reserved:
+            cost = reserved
+            self.capped += 1
         self.spent += cost
         self.learn(max((a.usage.prompt_tokens for a in completion.attempts if a.usage),
                        default=0), messages)
@@ -176,8 +181,10 @@ class CostLedger:
                 params_of: Mapping[str | None, float] | None = None) -> None:
         """Rebuild ``spent`` and ``excess`` from stored rows (resume).
 
-        ``calls``: rows with ``status, messages_json, meta_json, prompt_tokens``;
-        ``attempts``: rows with ``prompt_tokens, completion_tokens, flops``.  An
+        ``calls``: rows with ``status, messages_json, meta_json, prompt_tokens`` (and
+        ``call_id``); ``attempts``: rows with ``prompt_tokens, completion_tokens, flops``
+        (and ``call_id``: then each call's charge is cut to what was reserved for it, as
+        :meth:`settle` cuts it).  An
         attempt's tokens are its reported prompt + completion, or (no usage) its stored
         FLOPs charge converted back (``flops / 2P``: the same worst case).  A call lost in
         the crash (sent, never answered) is charged what was reserved for it (stored in
@@ -198,28 +205,38 @@ class CostLedger:
             self.spent += float(sum(int(c["counted"]) for c in calls))
             return
         unanswered = 0.0
-        if self.kind == "usd":  # each call's dollars as stored (engine/models.py)
-            self.spent += sum(float(c["cost_usd"] or 0.0) for c in calls)
-            attempts = ()
+        charged: dict[Any, float] = {}  # call_id (None: rows without one) -> its charge
+        for a in attempts:
+            cid = a["call_id"] if "call_id" in a.keys() else None
+            charged[cid] = charged.get(cid, 0.0) + self._stored_attempt(a, params_of)
         for c in calls:
             messages = json.loads(c["messages_json"])
+            meta = json.loads(c["meta_json"]) if c["meta_json"] else {}
             if c["status"] == "ok":
                 self.learn(c["prompt_tokens"], messages)
             elif c["status"] in ("lost", "pending"):
-                meta = json.loads(c["meta_json"]) if c["meta_json"] else {}
                 unanswered += float(meta.get("budget_reserved", self.worst_case(messages)))
-        for a in attempts:
-            if self.kind == "flops":
-                self.spent += float(a["flops"] or 0.0)
-            elif a["prompt_tokens"] is not None:
-                self.spent += float(a["prompt_tokens"] + (a["completion_tokens"] or 0))
-            else:  # no usage: FLOPs back to tokens at the size of the call's model
-                p = (params_of or {}).get(a["model"] if "model" in a.keys() else None,
-                                          self.active_params)
-                if p > 0:
-                    self.spent += float(a["flops"] or 0.0) / (2.0 * p)
+            cid = c["call_id"] if "call_id" in c.keys() else None
+            cost = float(c["cost_usd"] or 0.0) if self.kind == "usd" else \
+                charged.pop(cid, 0.0) if cid is not None else 0.0
+            if "budget_reserved" in meta:  # never more than was reserved (as settle)
+                cost = min(cost, float(meta["budget_reserved"]))
+            self.spent += cost
+        if self.kind != "usd":  # attempts of rows that name no call: uncut
+            self.spent += sum(charged.values())
         if NoUsagePolicy(self.no_usage) is NoUsagePolicy.WORST_CASE:
             self.spent += unanswered
+
+    def _stored_attempt(self, a: Any, params_of: Mapping[str | None, float] | None) -> float:
+        """One stored attempt's charge in the budget's unit (tokens or FLOPs)."""
+        if self.kind == "flops":
+            return float(a["flops"] or 0.0)
+        if a["prompt_tokens"] is not None:
+            return float(a["prompt_tokens"] + (a["completion_tokens"] or 0))
+        # no usage: FLOPs back to tokens at the size of the call's model
+        p = (params_of or {}).get(a["model"] if "model" in a.keys() else None,
+                                  self.active_params)
+        return float(a["flops"] or 0.0) / (2.0 * p) if p > 0 else 0.0
 
     def summary(self) -> dict[str, Any]:
         if self.kind == "calls":  # --count-eval-calls: C counts calls and evaluation calls
@@ -377,10 +394,10 @@ def budget_report(store: Any, cfg: Any, active_params: float | None,
                         CHARGE_UNANSWERED[cfg.charge_unanswered], eval_worst=float(evals))
     run = (cfg.run_id,)
     ledger.restore(
-        store.query("SELECT status, messages_json, meta_json, prompt_tokens, counted, cost_usd "
-                    "FROM calls WHERE run_id=?", run),
-        store.query("SELECT a.prompt_tokens, a.completion_tokens, a.flops, c.model FROM "
-                    "attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", run),
+        store.query("SELECT call_id, status, messages_json, meta_json, prompt_tokens, counted, "
+                    "cost_usd FROM calls WHERE run_id=?", run),
+        store.query("SELECT a.call_id, a.prompt_tokens, a.completion_tokens, a.flops, c.model "
+                    "FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", run),
         store.eval_totals(cfg.run_id), params_of)
     return out | {"budget_spent": ledger.spent, "budget_left": ledger.limit - ledger.spent}
 

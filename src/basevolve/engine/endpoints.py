@@ -9,7 +9,6 @@ untouched" -- and name the options to fix in their messages.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import urllib.error
 import urllib.request
@@ -18,6 +17,7 @@ from typing import Any
 
 from basevolve.argnames import CLI_NAMES, spelled
 from basevolve.errors import ConfigError, LLMError
+from basevolve.outside_parse import load_json
 
 Notify = Callable[[str], None]
 
@@ -60,10 +60,10 @@ def served_models(base_url: str, timeout_s: float = 5.0, *,
         request.add_header("Authorization", f"Bearer {key}")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = json.loads(response.read() or b"null")
+            body = load_json(response.read() or b"null")
     except urllib.error.HTTPError:
         return None
-    except ValueError:  # not JSON
+    except ValueError:  # not JSON (RefusedText: too deep or too large too, issue 32)
         return None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)

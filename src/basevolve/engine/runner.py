@@ -76,8 +76,17 @@ def budget_words(cfg: RunConfig) -> str:
     """The run's budget in words, for the start/resume lines."""
     if cfg.budget_kind == "calls":
         return f"{cfg.budget} LLM calls (T={cfg.depth} x N={cfg.breadth})"
+    if cfg.budget_kind == "usd":  # issue 32: was "a budget of 1 tokens"
+        return f"a budget of ${cfg.budget_limit:.4g} (USD; generations of N={cfg.breadth})"
     unit = "effective FLOPs" if cfg.budget_kind == "flops" else "tokens"
     return f"a budget of {cfg.budget_limit:.4g} {unit} (generations of N={cfg.breadth})"
+
+
+def model_words(cfg: RunConfig, first: str) -> str:
+    """``model NAME`` or, for several models (issue 25), ``models A, B`` (issue 32: the
+    start line named only the first)."""
+    names = [str(m.get("name")) for m in cfg.models if m.get("name")]
+    return f"models {', '.join(names)}" if len(names) > 1 else f"model {first}"
 
 
 class Prepared(NamedTuple):
@@ -314,7 +323,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
                              active_params=float(client.model_spec.active_params),
                              task=identity.to_dict())
             notify(f"run {cfg.run_id} started: {budget_words(cfg)}, task {identity.name}, "
-                   f"model {client.model_spec.name}; store {store.path}")
+                   f"{model_words(cfg, client.model_spec.name)}; store {store.path}")
             show_phase(progress, initial_phase(task))
             return _execute(cfg, store, task, client, settings, resume=False,
                             progress=progress, out_dir=out_dir, pool=prep.pool,

@@ -40,7 +40,13 @@ from basevolve.errors import ConfigError, LLMError
 from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
 from basevolve.llm.catalog import ModelSpec
 from basevolve.llm.settings import LLMSettings
-from basevolve.llm.usage import read_usage, reply_cap, text_limit
+from basevolve.llm.usage import (
+    PROMPT_SLACK_TOKENS,
+    prompt_bound,
+    read_usage,
+    reply_cap,
+    text_limit,
+)
 from basevolve.records import AttemptStatus, Usage
 
 # Statuses a retry can fix (the SDK's own retry set plus every 5xx).
@@ -89,15 +95,20 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate counts 3 bytes
 
 
-def parse_chat_body(text: str) -> Reply:
-    """Parse a chat-completion body; raise AttemptFailure for bad or empty ones."""
+def parse_chat_body(text: str, max_tokens: int | None = None,
+                    prompt_tokens_max: int | None = None) -> Reply:
+    """Parse a chat-completion body; raise AttemptFailure for bad or empty ones.
+
+    ``max_tokens`` / ``prompt_tokens_max``: the most tokens the request allowed, above
+    which a reported count is impossible (:func:`~basevolve.llm.usage.read_usage`)."""
+    limits = {"max_tokens": max_tokens, "prompt_tokens_max": prompt_tokens_max}
     try:
         body = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise AttemptFailure(AttemptStatus.BAD_BODY, f"unparseable body: {exc}") from None
     if not isinstance(body, dict):
         raise AttemptFailure(AttemptStatus.BAD_BODY, "body is not a JSON object")
-    usage, why = read_usage(body.get("usage"))  # a failed attempt carries no reply text
+    usage, why = read_usage(body.get("usage"), **limits)  # a failed attempt: no reply text
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise AttemptFailure(AttemptStatus.EMPTY_CHOICES, "reply has no choices", usage=usage,
@@ -117,7 +128,7 @@ def parse_chat_body(text: str) -> Reply:
         # vLLM's reasoning parser splits thinking out; keep it in raw_text as Qwen3 emits it.
         text = f"<think>{reasoning}</think>{text}"
         size += _utf8_len(reasoning)
-    usage, why = read_usage(body.get("usage"), size)  # the bytes floor the charge
+    usage, why = read_usage(body.get("usage"), size, **limits)  # the bytes floor the charge
     finish = choices[0].get("finish_reason")
     return Reply(text, finish[:64] if isinstance(finish, str) else None, usage,
                  reply_bytes=size, usage_error=why)
@@ -298,7 +309,9 @@ class OpenAIClient(RetryingClient):
             raise AttemptFailure(status, f"{type(exc).__name__}: {exc}") from None
         # invalid UTF-8 becomes U+FFFD here; an escaped lone surrogate in the JSON is made
         # storable by the Completion record (basevolve.safe_text)
-        reply = parse_chat_body(raw.decode("utf-8", "replace"))
+        reply = parse_chat_body(raw.decode("utf-8", "replace"), max_tokens,
+                                prompt_bound(payload.get("messages") or ())
+                                + PROMPT_SLACK_TOKENS)
         if reply.reply_bytes > text_limit(max_tokens):
             raise AttemptFailure(
                 AttemptStatus.BAD_BODY,

@@ -26,6 +26,16 @@ store and wedged the call.  The rule:
   fails its attempt as ``bad_body`` and is charged the worst case (prompt +
   ``max_tokens``, at most what the budget reserved), so the floor above never exceeds
   ``max_tokens`` for a reply that is accepted and a cost budget stays exact.
+* **The request sets a ceiling** (issue 32, item 1).  A server once answered
+  ``prompt_tokens = completion_tokens = 2**31 - 1`` to a request for 1,024 tokens and
+  took a $1 budget to $4,294.97 in one call.  ``completion_tokens`` above the request's
+  ``max_tokens`` cannot be true, nor can ``prompt_tokens`` above what the sent prompt
+  can hold: a byte-level tokenizer's token covers at least one byte, so a prompt is at
+  most its UTF-8 bytes plus the chat template's markers (:func:`prompt_bound`), and a
+  server's own template (a default system prompt) adds at most
+  :data:`PROMPT_SLACK_TOKENS` more.  Either is impossible usage, as above.  What the
+  budget then charges never exceeds what it reserved for the call
+  (:meth:`basevolve.engine.budget.CostLedger.settle` enforces that for every unit).
 
 Pure functions, hand-checkable (tests/llm/test_usage.py).
 """
@@ -33,6 +43,7 @@ Pure functions, hand-checkable (tests/llm/test_usage.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from basevolve.records import IMPOSSIBLE_USAGE, Usage
@@ -44,6 +55,18 @@ MAX_USAGE_TOKENS = 2**31 - 1
 BYTES_PER_TOKEN = 16
 #: Room for the JSON around the reply text (ids, usage, role, finish reason).
 REPLY_OVERHEAD_BYTES = 64 * 1024
+TOKENS_PER_MESSAGE = 16  # role markers and separators of a chat template, per message
+TOKENS_PER_PROMPT = 64  # start/end markers and the generation prompt, per request
+#: Most tokens a server's own chat template may add beyond :func:`prompt_bound` (a default
+#: system prompt) before a reported ``prompt_tokens`` is judged impossible.
+PROMPT_SLACK_TOKENS = 4096
+
+
+def prompt_bound(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Upper bound on a chat prompt's tokens: bytes of every content + template markers."""
+    size = sum(len(str(m.get("content") or "").encode("utf-8", "surrogatepass"))
+               for m in messages)
+    return size + TOKENS_PER_MESSAGE * len(messages) + TOKENS_PER_PROMPT
 
 
 def implied_tokens(reply_bytes: int) -> int:
@@ -79,12 +102,15 @@ def _count(data: dict[str, Any], key: str) -> int:
     return value
 
 
-def read_usage(data: Any, reply_bytes: int = 0) -> tuple[Usage | None, str | None]:
+def read_usage(data: Any, reply_bytes: int = 0, *, max_tokens: int | None = None,
+               prompt_tokens_max: int | None = None) -> tuple[Usage | None, str | None]:
     """A server's ``usage`` object -> ``(usage, None)``, or ``(None, why)`` when impossible.
 
     No usage object (absent, null, not an object) is ``(None, None)``: unmeasured, as
     before.  A count the object omits is 0 (then the bytes floor judges an omitted
-    ``completion_tokens``).  ``why`` starts with
+    ``completion_tokens``).  ``max_tokens`` (the request's) and ``prompt_tokens_max``
+    (:func:`prompt_bound` of the sent messages + :data:`PROMPT_SLACK_TOKENS`), when given,
+    are the most each count can be.  ``why`` starts with
     :data:`~basevolve.records.IMPOSSIBLE_USAGE` and names the field.
     """
     if not isinstance(data, dict):
@@ -96,6 +122,12 @@ def read_usage(data: Any, reply_bytes: int = 0) -> tuple[Usage | None, str | Non
         cached = _count(details, "cached_tokens") if isinstance(details, dict) else 0
         if cached > prompt:
             raise ValueError(f"cached_tokens={cached} exceeds prompt_tokens={prompt}")
+        if max_tokens is not None and completion > max_tokens:
+            raise ValueError(f"completion_tokens={completion} for a request of "
+                             f"max_tokens={max_tokens}")
+        if prompt_tokens_max is not None and prompt > prompt_tokens_max:
+            raise ValueError(f"prompt_tokens={prompt} for a prompt that holds at most "
+                             f"{prompt_tokens_max}")
         floor = implied_tokens(reply_bytes)
         if completion < floor:
             raise ValueError(f"completion_tokens={completion} for a reply of {reply_bytes} "
@@ -105,5 +137,6 @@ def read_usage(data: Any, reply_bytes: int = 0) -> tuple[Usage | None, str | Non
     return Usage(prompt_tokens=prompt, cached_tokens=cached, completion_tokens=completion), None
 
 
-__all__ = ["BYTES_PER_TOKEN", "MAX_USAGE_TOKENS", "REPLY_OVERHEAD_BYTES", "implied_tokens",
+__all__ = ["BYTES_PER_TOKEN", "MAX_USAGE_TOKENS", "PROMPT_SLACK_TOKENS", "REPLY_OVERHEAD_BYTES",
+           "TOKENS_PER_MESSAGE", "TOKENS_PER_PROMPT", "implied_tokens", "prompt_bound",
            "read_usage", "reply_cap", "text_limit"]

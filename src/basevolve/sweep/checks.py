@@ -12,6 +12,7 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError
+from basevolve.outside_parse import RefusedText, load_toml
 
 #: Deepest nesting of tables and arrays a sweep file may have.  The deepest real one is
 #: ``[[grid]]`` > ``protocol_params`` > a list (4); why a bound at all: a file nested
@@ -70,17 +71,16 @@ def type_words(ann: str) -> str:
 
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:
-    """``tomllib.loads`` with every failure one :class:`ConfigError` naming the file."""
-    import tomllib
-
+    """:func:`basevolve.outside_parse.load_toml` with every failure one
+    :class:`ConfigError` naming the file (memory errors too, issue 32)."""
     if longest_dotted_key(text) > MAX_NESTING:
         raise _too_deep(source)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"sweep config {source!r} is not valid TOML: {exc}") from None
-    except RecursionError:
-        raise _too_deep(source) from None
+        data = load_toml(text)
+    except RefusedText as exc:
+        if exc.kind == "depth":
+            raise _too_deep(source) from None
+        raise ConfigError(f"sweep config {source!r} {exc}") from None
     check_nesting(data, source)
     return data
 

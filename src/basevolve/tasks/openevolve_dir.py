@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from basevolve.errors import TaskError
+from basevolve.outside_parse import RefusedText, load_yaml, parse_python
 from basevolve.records import Evaluation, ExecResult, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
@@ -172,15 +173,10 @@ def _read_config(path: Path, text: dict[str, str]) -> dict[str, Any]:
         if (path / CONFIG_FILE).exists():
             raise _fail(path, f"{CONFIG_FILE} is not UTF-8 text")
         return {}
-    import yaml
-
-    try:
-        config = yaml.safe_load(text[CONFIG_FILE])
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _fail(path, f"{CONFIG_FILE} is not valid YAML{where}: {problem}") from None
+    try:  # bounded: no alias bomb, no recursion (issue 32)
+        config = load_yaml(text[CONFIG_FILE])
+    except RefusedText as exc:
+        raise _fail(path, f"{CONFIG_FILE} {exc}") from None
     if config is None:
         return {}
     if not isinstance(config, dict):
@@ -222,10 +218,9 @@ def evaluator_functions(path: Path, source: str) -> tuple[str, ...]:
     blocks; a name bound by ``def``, an assignment or an import counts.
     """
     try:
-        tree = ast.parse(source, filename=EVALUATOR_FILE)
-    except SyntaxError as exc:
-        raise _fail(path, f"{EVALUATOR_FILE} has a syntax error at line {exc.lineno}: "
-                    f"{exc.msg}") from None
+        tree = parse_python(source, EVALUATOR_FILE)
+    except RefusedText as exc:
+        raise _fail(path, f"{EVALUATOR_FILE} {exc}") from None
     bound: set[str] = set()
 
     def visit(statements: list[ast.stmt]) -> None:
@@ -279,7 +274,7 @@ def evaluator_settings(path: Path, config: dict[str, Any], functions: tuple[str,
 
 def main_function(source: str) -> str | None:
     """The first function defined inside the EVOLVE block, else the first top-level one."""
-    tree = ast.parse(source, filename=INITIAL_FILE)
+    tree = parse_python(source, INITIAL_FILE)  # RefusedText: the caller's one line
     lines = source.splitlines()
     start = next((i + 1 for i, ln in enumerate(lines) if "EVOLVE-BLOCK-START" in ln), None)
     end = next((i + 1 for i, ln in enumerate(lines) if "EVOLVE-BLOCK-END" in ln), len(lines) + 1)
@@ -322,9 +317,8 @@ class OpenEvolveDirTask(Task):
         initial = directory.text_files[INITIAL_FILE]
         try:
             entry = main_function(initial)
-        except SyntaxError as exc:
-            raise _fail(path, f"{INITIAL_FILE} has a syntax error at line {exc.lineno}: "
-                        f"{exc.msg}") from None
+        except RefusedText as exc:
+            raise _fail(path, f"{INITIAL_FILE} {exc}") from None
         language = config.get("language")
         if language not in (None, "python"):
             raise _fail(path, f"{CONFIG_FILE}: language={language!r}; basevolve runs Python "

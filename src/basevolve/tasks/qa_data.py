@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import TaskError
+from basevolve.outside_parse import RefusedText, load_json
 
 SUPPORTED_SUFFIXES = (".jsonl", ".csv", ".json")
 #: how a HotpotQA context is rendered (module docstring)
@@ -171,12 +172,10 @@ def _jsonl_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
+            row = load_json(line)
+        except RefusedText as exc:
             raise TaskError(
-                f"QA data file {file}: line {number} is not valid JSON "
-                f"({exc.msg} at column {exc.colno}); write one JSON object "
-                f"per line"
+                f"QA data file {file}: line {number} {exc}; write one JSON object per line"
             ) from None
         except RecursionError:  # a hostile file: nested deeper than the parser's stack
             raise TaskError(f"QA data file {file}: line {number} is nested too deeply to "
@@ -213,15 +212,12 @@ def _hotpot_rows(file: Path, context_style: str = "plain"
         + "; for plain rows use .jsonl or .csv"
     )
     try:
-        data = json.loads(_read_text(file))
-    except json.JSONDecodeError as exc:
-        raise TaskError(
-            f"QA data file {file} is not valid JSON ({exc.msg} at line "
-            f"{exc.lineno}, column {exc.colno})"
-        ) from None
-    except RecursionError:  # a hostile file: nested deeper than the parser's stack
-        raise TaskError(f"QA data file {file} is nested too deeply to be a QA set; "
-                        f"{expected}") from None
+        data = load_json(_read_text(file))
+    except RefusedText as exc:
+        if exc.kind == "depth":  # a hostile file: nested deeper than a QA set
+            raise TaskError(f"QA data file {file} is nested too deeply to be a QA set; "
+                            f"{expected}") from None
+        raise TaskError(f"QA data file {file} {exc}") from None
     if not isinstance(data, list):
         raise TaskError(f"QA data file {file} holds a JSON {type(data).__name__}; {expected}")
     for index, entry in enumerate(data):

@@ -17,7 +17,9 @@ Usage accounting (deterministic, documented so tests can hand-check FLOPs):
   capped at ``prompt_tokens - 1`` (vLLM always recomputes at least one token).  The first
   request therefore has 0 cached tokens.  Under concurrency "earlier" means "received
   earlier".  A fixed ``cached_tokens`` overrides the emulation.
-* ``completion_tokens``: ``len(reply) // 4`` (at least 1), or the fixed value given.
+* ``completion_tokens``: ``len(reply) // 4`` (at least 1), at most the request's
+  ``max_tokens`` (an honest server never generates more: issue 32 refuses a count above
+  it as impossible), or the fixed value given.
 * ``usage``: a callable ``(request_body, reply) -> usage dict`` replaces all of the above
   (e.g. :func:`basevolve.testing.usage.worst_case_usage`).
 
@@ -340,7 +342,8 @@ class LLMTestServer:
         with self._lock:
             self._in_flight -= 1
 
-    def _usage(self, prompt: str, cached_chars: int, reply: str) -> dict[str, Any]:
+    def _usage(self, prompt: str, cached_chars: int, reply: str,
+               max_tokens: int | None = None) -> dict[str, Any]:
         pt = self.fixed_prompt_tokens
         if pt is None:
             pt = max(1, len(prompt) // 4)
@@ -349,7 +352,7 @@ class LLMTestServer:
             ct = max(0, min(cached_chars // 4, pt - 1))
         out = self.fixed_completion_tokens
         if out is None:
-            out = max(1, len(reply) // 4)
+            out = max(1, min(len(reply) // 4, max_tokens or len(reply)))
         return {
             "prompt_tokens": pt,
             "completion_tokens": out,
@@ -363,7 +366,10 @@ class LLMTestServer:
             return ready
         reply = str(self._reply(body, index))
         n = int(body.get("n") or 1)
-        usage = (self._usage(prompt.text, prompt.cached_chars, reply) if self.usage_fn is None
+        limit = body.get("max_tokens")
+        usage = (self._usage(prompt.text, prompt.cached_chars, reply,
+                             limit if isinstance(limit, int) else None)
+                 if self.usage_fn is None
                  else self.usage_fn(body, reply))
         payload = {
             "id": f"chatcmpl-test-{index}",
