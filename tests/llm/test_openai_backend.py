@@ -29,7 +29,7 @@ def test_usage_and_cached_tokens_are_parsed_and_flops_follow_the_formula() -> No
         replies=["done"], prompt_tokens=1200, cached_tokens=1000, completion_tokens=300
     ) as srv:
         client = make_client("qwen3-8b", srv.base_url, settings=FAST)
-        c = run(client.complete(MSG, seed=7))
+        c = run(client.complete(MSG, seed=7, max_tokens=300))  # 301+ would be impossible
     assert c.ok and c.text == "done" and c.finish_reason == "stop"
     assert c.usage == Usage(prompt_tokens=1200, cached_tokens=1000, completion_tokens=300)
     assert c.model == "Qwen/Qwen3-8B"

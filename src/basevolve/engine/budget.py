@@ -77,7 +77,6 @@ class CostLedger:
     eval_worst: float = 0.0  # --count-eval-calls: one evaluation's worst case (0: free)
     eval_reserved: dict[int, float] = field(default_factory=dict)
     price: Any = None  # --budget-usd: the run's (first) model's llm.prices.Price
-    capped: int = 0  # calls whose charge was cut to their reservation (settle)
 
     def __post_init__(self) -> None:
         if self.kind not in BUDGET_KINDS:
@@ -162,9 +161,7 @@ class CostLedger:
         reserved = self.reserved.pop(key, None)
         cost = self.cost_of(completion, params, price) if counted or self.kind != "calls" \
             else 0.0
-        if reserved is not None and cost > reserved:
-            cost = reserved
-            self.capped += 1
+        cost = cost if reserved is None else min(cost, reserved)
         self.spent += cost
         self.learn(max((a.usage.prompt_tokens for a in completion.attempts if a.usage),
                        default=0), messages)

@@ -174,12 +174,12 @@ def _jsonl_rows(file: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         try:
             row = load_json(line)
         except RefusedText as exc:
+            if exc.kind == "depth":  # a hostile file: nested deeper than a QA row
+                raise TaskError(f"QA data file {file}: line {number} is nested too deeply "
+                                "to be a QA row; write one flat JSON object per line") from None
             raise TaskError(
                 f"QA data file {file}: line {number} {exc}; write one JSON object per line"
             ) from None
-        except RecursionError:  # a hostile file: nested deeper than the parser's stack
-            raise TaskError(f"QA data file {file}: line {number} is nested too deeply to "
-                            "be a QA row; write one flat JSON object per line") from None
         if not isinstance(row, dict):
             raise TaskError(
                 f"QA data file {file}: line {number} is a JSON "
