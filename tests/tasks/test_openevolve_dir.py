@@ -130,9 +130,10 @@ def test_identity_hashes_every_file(tmp_path):
 
 
 BAD = [
-    ("no evaluator.py", lambda d: (d / "evaluator.py").unlink(), "has no evaluator.py"),
+    ("no evaluator.py", lambda d: (d / "evaluator.py").unlink(),
+     "no evaluator: looked for evaluator.py; name yours with --evaluator FILE"),
     ("no initial program", lambda d: (d / "initial_program.py").unlink(),
-     "has no initial_program.py"),
+     "no initial program: looked for initial_program.py; name yours with --program FILE"),
     ("no evaluate()", lambda d: (d / "evaluator.py").write_text("def evaluate_stage1(p):\n"
                                                                 "    return {}\n"),
      "evaluator.py defines no evaluate(program_path) function"),
@@ -206,7 +207,8 @@ def test_task_params_are_refused(tmp_path):
 # ------------------------------------------------------------------ OpenEvolve's rules
 def test_fitness_prefers_combined_score_else_mean_of_numbers():
     assert fitness({"combined_score": 0.25, "a": 9.0}) == 0.25
-    assert fitness({"a": 0.5, "b": 1.0, "ok": True, "note": "x"}) == pytest.approx(2.5 / 3)
+    # booleans are flags, not scores (OpenEvolve 0.4.0; issue 31, item 7)
+    assert fitness({"a": 0.5, "b": 1.0, "ok": True, "note": "x"}) == pytest.approx(0.75)
     assert fitness({"a": float("nan"), "b": 0.5}) == 0.5
     assert fitness({"combined_score": "high", "a": 0.5}) == 0.5  # not a number: mean
     assert fitness({}) == 0.0 and fitness({"note": "text"}) == 0.0
