@@ -119,22 +119,8 @@ def find_files(directory: Path, *, program: str | Path | None = None,
                evaluator: str | Path | None = None, config: str | Path | None = None
                ) -> TaskFiles:
     """The program, evaluator and config of ``directory`` (see the module docstring)."""
-    if evaluator is not None:
-        evaluator_path = _named(directory, "evaluator", evaluator)
-        try:
-            evaluator_path.relative_to(directory)
-        except ValueError:
-            raise _fail(directory, f"--evaluator {str(evaluator)!r} lies outside the task "
-                        "directory; each evaluation's sandbox gets the task directory only, "
-                        "so give --task the folder that holds the evaluator (or leave "
-                        "--task out: then the evaluator's folder is the task)") from None
-    else:
-        evaluator_path = directory / DEFAULT_EVALUATOR
-        if not evaluator_path.is_file():
-            found = _candidates(directory, ".py", {DEFAULT_PROGRAM})
-            found = [n for n in found if "eval" in n.lower()] or found
-            raise _fail(directory, f"no evaluator: looked for {DEFAULT_EVALUATOR}; name "
-                        f"yours with --evaluator FILE{_hint(found, '--evaluator')}")
+    evaluator_path = (directory / DEFAULT_EVALUATOR if evaluator is None
+                      else _named(directory, "evaluator", evaluator))
     if program is not None:
         program_path = _named(directory, "program", program)
     else:
@@ -144,6 +130,19 @@ def find_files(directory: Path, *, program: str | Path | None = None,
                      if "prog" in n.lower() or "init" in n.lower()]
             raise _fail(directory, f"no initial program: looked for {DEFAULT_PROGRAM}; name "
                         f"yours with --program FILE{_hint(found, '--program')}")
+    if evaluator is not None:
+        try:
+            evaluator_path.relative_to(directory)
+        except ValueError:
+            raise _fail(directory, f"--evaluator {str(evaluator)!r} lies outside the task "
+                        "directory; each evaluation's sandbox gets the task directory only, "
+                        "so give --task the folder that holds the evaluator (or leave "
+                        "--task out: then the evaluator's folder is the task)") from None
+    elif not evaluator_path.is_file():
+        found = _candidates(directory, ".py", {program_path.name})
+        found = [n for n in found if "eval" in n.lower()] or found
+        raise _fail(directory, f"no evaluator: looked for {DEFAULT_EVALUATOR}; name "
+                    f"yours with --evaluator FILE{_hint(found, '--evaluator')}")
     if config is not None:
         config_path: Path | None = _named(directory, "config", config)
     else:
@@ -170,7 +169,7 @@ def naming(directory: Path, params: Mapping[str, Any] | None) -> dict[str, str]:
 def absolute_naming(directory: Path, params: Mapping[str, Any] | None) -> dict[str, str]:
     """:func:`naming` with every path made absolute (stored with the run, so
     ``--resume`` from another folder loads the same files)."""
-    return {k: str(locate(directory, v)) for k, v in naming(directory, params).items()}
+    return {k: str(_named(directory, k, v)) for k, v in naming(directory, params).items()}
 
 
 def task_spec(task: str | None, program: str | None, evaluator: str | None,

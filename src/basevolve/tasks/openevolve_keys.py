@@ -77,6 +77,12 @@ SCHEMA: dict[str, tuple[str, ...]] = {
                   "cascade_evaluation", "cascade_thresholds", "parallel_evaluations",
                   "distributed", "use_llm_feedback", "llm_feedback_weight", "enable_artifacts",
                   "max_artifact_storage", "evaluator_args"),
+    "llm": ("api_base", "api_key", "name", "provider", "init_client", "weight",
+            "system_message", "temperature", "top_p", "max_tokens", "timeout", "retries",
+            "retry_delay", "random_seed", "reasoning_effort", "max_budget_usd",
+            "max_ai_credits", "allow_all_tools", "manual_mode", "models", "evaluator_models",
+            "primary_model", "primary_model_weight", "secondary_model",
+            "secondary_model_weight"),
     "evolution_trace": ("enabled", "format", "include_code", "include_prompts", "output_path",
                         "buffer_size", "compress"),
 }
@@ -209,7 +215,10 @@ def initial_failure(task: Any, evaluation: Evaluation) -> str | None:
     error = evaluation.error or ""
     if evaluation.valid or not error or error.startswith(("code_too_long", "bad_output")):
         return None  # scored (a fitness that is not finite is the program's result)
-    quoted = " ".join(error.split())[:600]
+    quoted = " ".join(error.split())
+    if quoted.startswith("scorer error:") and "TaskError: " in quoted:  # setup failed
+        quoted = quoted.split("TaskError: ", 1)[1]
+    quoted = quoted[:600]
     return (f"the initial program of task directory {str(task.directory.path)!r} could not "
             f"be evaluated, so no LLM call was made: {quoted}")
 
