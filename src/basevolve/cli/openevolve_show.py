@@ -79,7 +79,8 @@ def show_directory(d: dict[str, Any]) -> None:
     print(f"system message  from {x['system_message_from']}")
     seed = x["random_seed"]
     print(f"run settings    max_code_length {x['max_code_length']:,} (longer children refused); "
-          f"{'SEARCH/REPLACE diffs' if x['diff_based_evolution'] else 'full rewrites'}; "
+          f"{'diffs' if x['diff_based_evolution'] else 'full rewrites'} (protocol mode="
+          f"{'diff' if x['diff_based_evolution'] else 'full'}); "
           f"artifacts in prompts {'on' if x['include_artifacts'] else 'off'}; seed "
           f"{seed if seed is not None else 'from --seed'}; fitness without "
           f"{', '.join(x['feature_dimensions']) or 'no feature dimension'}")
