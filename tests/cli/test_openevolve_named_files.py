@@ -101,6 +101,9 @@ def test_run_with_named_files_spends_exactly_c_and_applies_the_config(tmp_path, 
     assert len(prompts) == 3
     assert all(m[0]["content"].startswith("Improve estimate()") for m in prompts)
     assert "SEARCH" not in prompts[0][1]["content"]  # diff_based_evolution: false
+    # include_artifacts (default true): the parent's artifact reaches the prompt
+    assert "estimate() gave 1.0" in prompts[0][1]["content"]
+    assert "estimate() gave 1.4" in prompts[1][1]["content"]
     err = captured.err.splitlines()
     assert sum("not applied by basevolve" in line for line in err) == 1
     assert "basevolve: seed 7 from config.yml random_seed (--seed overrides it)" in err
@@ -139,6 +142,7 @@ def test_the_three_paths_alone_and_a_phase_config(tmp_path, capsys):
     assert json.loads(captured.out.strip().splitlines()[-1])["calls_completed"] == 2
     assert len(prompts) == 2 and prompts[0][0]["content"].startswith("Phase 2:")
     assert "<<<<<<< SEARCH" in prompts[0][1]["content"]  # the diff template
+    assert not any("estimate() gave" in m[1]["content"] for m in prompts)  # no artifacts
     config = json.loads(rows(store, "SELECT config_json FROM runs")[0]["config_json"])
     assert config["task"] == str(FIXTURE) and config["seed"] == 3
     assert config["feedback"] == "none" and config["protocol_params"] == {"mode": "diff"}

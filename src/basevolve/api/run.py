@@ -313,7 +313,8 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             ``basevolve run --base-url`` does; without, ``"embedded"`` (the offline model).
         base_url: An OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``.
         store: The SQLite run store (created if missing).
-        seed: Seed of the run (every call's seed derives from it).
+        seed: Seed of the run (every call's seed derives from it); 0 lets an OpenEvolve
+            task directory's random_seed apply.
         run_id: Name of the run; generated when empty.
         out: Folder for ``best_program.py`` and ``best.png``; nothing is written when None.
         progress: True prints a progress line on stderr; a callable receives a dict
