@@ -217,3 +217,38 @@ def test_an_initial_program_the_evaluator_cannot_score_stops_before_any_call(
     run = rows(store, "SELECT status, error FROM runs")[0]
     assert run["status"] == "failed" and quoted in run["error"]
     assert rows(store, "SELECT count(*) n FROM calls")[0]["n"] == 0
+
+
+class StopAfter:
+    """Interrupts the run (like Ctrl-C) after ``n`` completed calls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, snapshot: dict) -> None:
+        if snapshot["calls_completed"] >= self.n:
+            raise KeyboardInterrupt
+
+
+def test_resume_loads_the_named_files_from_another_folder(tmp_path, monkeypatch):
+    """The names are stored as absolute paths: --resume from elsewhere loads the same
+    files, and the run still ends with exactly C calls."""
+    from basevolve.config import RunConfig
+    from basevolve.engine import start_run
+
+    monkeypatch.chdir(FIXTURE)  # relative names, resolved here and stored absolute
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer([reply(CLOSE), reply(EXACT)]) as srv:
+        cfg = RunConfig(task=str(FIXTURE), budget=3, base_url=srv.base_url, run_id="r",
+                        max_in_flight=1, params=1e9,
+                        task_params={"program": "init_program.py",
+                                     "evaluator": "evaluator_stub.py"})
+        assert cfg.task_params["program"] == str(FIXTURE / "init_program.py")
+        with pytest.raises(KeyboardInterrupt):
+            start_run(cfg, store, progress=StopAfter(1))
+        monkeypatch.chdir(tmp_path)
+        assert main(["run", "--resume", "r", "--store", str(store), "--program", "x.py"]) == 2
+        result = basevolve.resume("r", store=store, progress=False)
+        sent = len(srv.requests)
+    assert result.calls_completed == 3 and result.resumed and sent >= 3  # + a lost call
+    assert result.summary["task_changes"] == 0 and result.best_score == pytest.approx(1.0)
