@@ -104,7 +104,7 @@ def test_bad_directory_is_one_line_exit_2_and_no_store(tmp_path, capsys, breaks)
         message = "config.yaml is not valid YAML"
     else:
         (directory / breaks).unlink()
-        message = f"has no {breaks}"
+        message = f"looked for {breaks}; name yours with --"
     assert main(["tasks", "--show", str(directory)]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

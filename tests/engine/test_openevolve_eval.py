@@ -104,12 +104,14 @@ def test_fitness_is_the_mean_of_numeric_metrics_without_combined_score(pool, tmp
     directory = make_dir(tmp_path / "mean", LOADER + (
         "def evaluate(program_path):\n"
         "    value = load(program_path).value()\n"
-        "    return {'a': value, 'b': 1.0, 'flag': True, 'note': 'text', 'nan': float('nan')}\n"),
+        "    return {'a': value, 'b': 1.0, 'flag': True, 'note': 'text', 'nan': float('nan'),"
+        " 'complexity': 10}\n"),
         initial="def value():\n    return 0.5\n")
     ev = evaluate(pool, directory, "def value():\n    return 0.5\n")
-    # as OpenEvolve: bools count as 0/1, text and NaN are skipped
-    assert ev.valid and ev.score == pytest.approx((0.5 + 1.0 + 1.0) / 3)
-    assert ev.metrics == {"a": 0.5, "b": 1.0, "flag": 1.0}
+    # as OpenEvolve 0.4.0 (issue 31, item 7): booleans, text, NaN and the feature
+    # dimensions (default complexity, diversity) are left out of the mean
+    assert ev.valid and ev.score == pytest.approx((0.5 + 1.0) / 2)
+    assert ev.metrics == {"a": 0.5, "b": 1.0, "flag": 1.0, "complexity": 10.0}
     assert ev.artifacts == {"metric.note": "text", "metric.nan": "nan"}
 
 

@@ -65,6 +65,21 @@ def test_unterminated_fence():
     assert cut.code is None and "unterminated" in cut.error and "SyntaxError" in cut.error
 
 
+def test_closing_fence_on_the_last_code_line():
+    """Issue 31, item 10: a closing fence right after the last code line ends the block
+    (OpenEvolve accepts it); the prose after it is not code, the line's code is kept."""
+    same_line = "Here:\n```python\n" + PROG.rstrip("\n") + "```\nThat is faster.\n"
+    p = extract_program(same_line, entry="run")
+    assert p.ok and p.method == "fence_entry" and p.code == PROG
+    # a second block after such a block is still a block of its own
+    two = "```python\n" + HELPER.rstrip("\n") + "```\nand:\n" + fence(PROG)
+    assert extract_program(two, entry="run").code == PROG
+    assert extract_program(two, entry="helper").code == HELPER
+    # a fence inside a string literal does not close the block
+    quoted = 'def run():\n    return "```"\n'
+    assert extract_program(fence(quoted), entry="run").code == quoted
+
+
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [

@@ -90,6 +90,10 @@ def test_parse_params_types_ranges_and_unknown_keys():
         with pytest.raises(ConfigError, match=msg):
             parse_params(declared, raw, "x")
     with pytest.raises(ConfigError, match="it takes none"):
+        parse_params((), {"n_islands": "3"}, "x")
+    # greedy's one parameter (issue 31: an OpenEvolve directory's diff_based_evolution)
+    with pytest.raises(ConfigError, match="unknown --protocol-param 'n_islands' for protocol "
+                                          "'greedy'; known: mode"):
         PROTOCOLS.get("greedy").parse_params({"n_islands": "3"})
 
 

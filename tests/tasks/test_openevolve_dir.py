@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from basevolve.config import RunConfig
 from basevolve.errors import ConfigError, TaskError
 from basevolve.records import Trust
 from basevolve.tasks import load_task
@@ -130,9 +131,10 @@ def test_identity_hashes_every_file(tmp_path):
 
 
 BAD = [
-    ("no evaluator.py", lambda d: (d / "evaluator.py").unlink(), "has no evaluator.py"),
+    ("no evaluator.py", lambda d: (d / "evaluator.py").unlink(),
+     "no evaluator: looked for evaluator.py; name yours with --evaluator FILE"),
     ("no initial program", lambda d: (d / "initial_program.py").unlink(),
-     "has no initial_program.py"),
+     "no initial program: looked for initial_program.py; name yours with --program FILE"),
     ("no evaluate()", lambda d: (d / "evaluator.py").write_text("def evaluate_stage1(p):\n"
                                                                 "    return {}\n"),
      "evaluator.py defines no evaluate(program_path) function"),
@@ -206,7 +208,8 @@ def test_task_params_are_refused(tmp_path):
 # ------------------------------------------------------------------ OpenEvolve's rules
 def test_fitness_prefers_combined_score_else_mean_of_numbers():
     assert fitness({"combined_score": 0.25, "a": 9.0}) == 0.25
-    assert fitness({"a": 0.5, "b": 1.0, "ok": True, "note": "x"}) == pytest.approx(2.5 / 3)
+    # booleans are flags, not scores (OpenEvolve 0.4.0; issue 31, item 7)
+    assert fitness({"a": 0.5, "b": 1.0, "ok": True, "note": "x"}) == pytest.approx(0.75)
     assert fitness({"a": float("nan"), "b": 0.5}) == 0.5
     assert fitness({"combined_score": "high", "a": 0.5}) == 0.5  # not a number: mean
     assert fitness({}) == 0.0 and fitness({"note": "text"}) == 0.0
@@ -250,3 +253,96 @@ def test_the_harness_returns_plain_data():
     assert plain([1, 2]) == {"kind": "other", "type": "list"}
     many = plain({f"k{i}": i for i in range(300)})
     assert len(many["metrics"]) == 257 and "basevolve.dropped" in many["metrics"]
+
+
+# ------------------------------------------------------------------ issue 31: config keys
+def test_feature_dimensions_of_the_config_leave_the_fitness(tmp_path):
+    task = load_task(str(make_dir(tmp_path / "d", config=(
+        "database:\n  feature_dimensions: [speed]\n"))))
+    assert task.options.feature_dimensions == ("speed",)
+    metrics = {"score": 0.5, "speed": 10.0, "complexity": 4.0}
+    assert task.fitness(metrics) == pytest.approx((0.5 + 4.0) / 2)  # complexity counts now
+    default = load_task(str(make_dir(tmp_path / "e")))
+    assert default.fitness(metrics) == pytest.approx((0.5 + 10.0) / 2)
+    # the issue's example: {"score": 0.5, "complexity": 10} is 0.5, as in OpenEvolve
+    assert default.fitness({"score": 0.5, "complexity": 10}) == 0.5
+    assert default.fitness({"combined_score": 0.25, "score": 0.5}) == 0.25
+    assert default.fitness({"complexity": 3.0, "diversity": 1.0}) == 2.0  # nothing else
+
+
+def test_cascade_evaluation_false_calls_evaluate_only(tmp_path):
+    evaluator = EVALUATOR + "\n\ndef evaluate_stage1(program_path):\n    return {'x': 0.1}\n"
+    on = load_task(str(make_dir(tmp_path / "on", evaluator=evaluator)))
+    assert on.settings.cascade and on.settings.stages == ("evaluate_stage1",)
+    off = load_task(str(make_dir(tmp_path / "off", evaluator=evaluator,
+                                 config="evaluator:\n  cascade_evaluation: false\n")))
+    assert not off.settings.cascade and off.settings.stages == ("evaluate",)
+
+
+def test_max_code_length_refuses_longer_children_but_not_the_initial_program(tmp_path):
+    task = load_task(str(make_dir(tmp_path / "d", config="max_code_length: 30\n")))
+
+    class Session:  # what the refusal reads of the sandbox session (nothing is run)
+        isolation = "bwrap"
+
+    assert len(INITIAL) > 30 and task.options.refuse(INITIAL, INITIAL, Session()) is None
+    refused = task.options.refuse("x = 1\n" * 10, INITIAL, Session())
+    assert refused is not None and not refused.valid and refused.score == 0.0
+    assert refused.error == ("code_too_long: the program has 60 characters, over "
+                             "max_code_length 30 (config.yaml); not evaluated")
+    assert task.options.refuse("x = 1\n", INITIAL, Session()) is None
+
+
+def test_an_over_long_timeout_is_clamped_with_a_note(tmp_path):
+    from basevolve.sandbox.config import MAX_TIMEOUT_S
+
+    task = load_task(str(make_dir(tmp_path / "d", config="evaluator:\n  timeout: 180000\n")))
+    assert task.timeout_s == MAX_TIMEOUT_S / 8
+    assert task.settings.notes == (f"config.yaml: evaluator.timeout=180000 s is clamped to "
+                                   f"basevolve's cap of {MAX_TIMEOUT_S / 8:g} s per "
+                                   "evaluate/stage call",)
+
+
+def test_unapplied_keys_are_named_in_one_line(tmp_path):
+    task = load_task(str(make_dir(tmp_path / "d", config=(
+        "max_iterations: 5\nrandom_seed: 3\nllm:\n  models: []\n  temperature: 0.2\n"
+        "database:\n  num_islands: 2\n  feature_dimensions: [a]\nmine: 1\n"
+        "evaluator:\n  timeout: 5\n  max_retries: 2\n"))))
+    assert task.options.not_applied == (
+        "max_iterations", "llm.models", "llm.temperature", "database.num_islands",
+        "mine (not OpenEvolve's)", "evaluator.max_retries")
+    line = task.options.warning()
+    assert line is not None and "\n" not in line
+    assert line.startswith("config.yaml: not applied by basevolve: max_iterations, llm.models")
+    assert "database: --protocol openevolve" in line and "llm: --model" in line
+    assert load_task(str(make_dir(tmp_path / "e", config="random_seed: 1\n"))
+                     ).options.warning() is None
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ("max_code_length: lots\n", "max_code_length='lots' must be a whole number"),
+    ("random_seed: -1\n", "random_seed=-1 must be a whole number >= 0"),
+    ("database:\n  feature_dimensions: 3\n", "database.feature_dimensions=3 must be a list"),
+    ("prompt:\n  include_artifacts: maybe\n", "prompt.include_artifacts='maybe' must be true"),
+    ("diff_based_evolution: 1\n", "diff_based_evolution=1 must be true or false"),
+])
+def test_bad_config_values_are_one_line(tmp_path, config, message):
+    with pytest.raises(TaskError) as info:
+        load_task(str(make_dir(tmp_path / "d", config=config)))
+    assert message in str(info.value) and len(str(info.value).splitlines()) == 1
+
+
+def test_apply_task_config_to_a_protocol_without_a_mode(tmp_path):
+    from basevolve.engine.task_config import apply_task_config
+
+    directory = make_dir(tmp_path / "d", config="random_seed: 9\n")
+    cfg = RunConfig(task=str(directory), budget=2, protocol="codeevolve")
+    task = load_task(str(directory))
+    new, lines = apply_task_config(cfg, task, set())
+    assert new.seed == 9 and new.feedback == "artifacts" and "mode" not in new.protocol_params
+    assert any("diff_based_evolution (diff) is not applied: protocol 'codeevolve'" in line
+               for line in lines)
+    same, _ = apply_task_config(cfg, task, {"seed", "feedback"})
+    assert same.seed == 0 and same.feedback == "none"
+    builtin = RunConfig(task="circle_packing", budget=2)
+    assert apply_task_config(builtin, load_task("circle_packing"), set()) == (builtin, [])

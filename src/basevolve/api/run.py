@@ -176,6 +176,10 @@ def _start(task: TaskSpec, budget: int, depth: int | None, breadth: int | None, 
     if not run_id and task_obj is None:  # as the CLI: a task file is stored by its
         cfg = _named_by_task(cfg)       # absolute path, the run named by the task's name
     cfg = _resolve_model(cfg, model)
+    if task_obj is None:  # an OpenEvolve directory's run settings, as the CLI (issue 31);
+        from basevolve.engine.task_config import configure_run  # seed=0 is "not set"
+
+        cfg = configure_run(cfg, set(options) | ({"seed"} if seed else set()), notify)
 
     def job(hook: Progress) -> dict[str, Any]:
         return start_run(cfg, store_path, progress=hook, out_dir=out_path, notify=notify,
@@ -309,7 +313,8 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             ``basevolve run --base-url`` does; without, ``"embedded"`` (the offline model).
         base_url: An OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``.
         store: The SQLite run store (created if missing).
-        seed: Seed of the run (every call's seed derives from it).
+        seed: Seed of the run (every call's seed derives from it); 0 lets an OpenEvolve
+            task directory's random_seed apply.
         run_id: Name of the run; generated when empty.
         out: Folder for ``best_program.py`` and ``best.png``; nothing is written when None.
         progress: True prints a progress line on stderr; a callable receives a dict

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
+from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
 from basevolve.cli.summary_table import summary_table
 from basevolve.config import (
     CHARGE_UNANSWERED,
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Spend exactly --budget LLM calls evolving programs for a task.")
     p.add_argument("--task", help="task name (see `basevolve tasks`), a task file or an "
                    "OpenEvolve task directory")
+    add_file_flags(p)  # an OpenEvolve task's files, named as its CLI does (issue 31)
     p.add_argument("--budget", type=int, help="C: total LLM calls")
     p.add_argument("--budget-flops", type=_amount("--budget-flops"), metavar="X",
                    help="instead of --budget: effective FLOPs to spend, e.g. 3e15 or 3P; "
@@ -64,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--params", type=_params_arg,
                    help="active parameters of the model, for FLOPs, e.g. 8e9 or 8B")
-    p.add_argument("--seed", type=int, default=0, help="seed of the run (default: 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the run (default: 0, or an OpenEvolve task's random_seed)")
     p.add_argument("--store", default=DEFAULT_STORE, help=f"run store file (default {DEFAULT_STORE})")
     p.add_argument("--run-id", default="", help="name of the run (default: generated)")
     p.add_argument("--max-in-flight", type=int, default=16, help="LLM calls outstanding (default 16)")
@@ -96,10 +99,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--count-eval-calls", action="store_true",
                    help="charge a text task's answering-LLM calls to the budget (default: "
                         "recorded as evaluation cost, not charged; see docs/tasks.md)")
-    p.add_argument("--feedback", choices=FEEDBACK_MODES, default="none",
+    p.add_argument("--feedback", choices=FEEDBACK_MODES, default=None,
                    help="artifacts: show each parent's evaluator feedback (its error, the "
                         "evaluator's artifacts, its output; capped) in the next prompt built "
-                        "from it (default: none, the paper's prompts; see docs/running.md)")
+                        "from it (default: none, the paper's prompts; an OpenEvolve task: its "
+                        "include_artifacts; see docs/running.md)")
     p.add_argument("--protocol", default="greedy", metavar="NAME",
                    help=f"parent-sampling protocol: {', '.join(PROTOCOLS.names())} "
                         "(default: %(default)s; see docs/protocols.md)")
@@ -161,7 +165,9 @@ def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.errors import ConfigError
     from basevolve.params import split_assignments
 
-    if args.task is None:
+    task_spec, task_params = task_and_params(args.task, args, split_assignments(
+        args.task_param, "--task-param", "limit=40"))
+    if task_spec is None:
         raise ConfigError("missing --task (or use --resume RUN_ID)")
     budget = budget_fields(args.budget, args.budget_flops, args.budget_tokens, args.depth,
                            args.breadth, args.budget_usd)
@@ -172,31 +178,39 @@ def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import resolve_task_spec
 
-    task = resolve_task_spec(args.task)  # a task file is stored by its absolute path
+    task = resolve_task_spec(task_spec)  # a task file is stored by its absolute path
     cfg = RunConfig(  # validates the numbers before the task is imported or a server asked
         task=task, **budget, model=model or "embedded", models=models,
         model_allocator=args.model_allocator, model_reward=args.model_reward,
-        base_url=args.base_url, params=args.params, seed=args.seed, run_id=args.run_id,
+        base_url=args.base_url, params=args.params, seed=0 if args.seed is None else args.seed,
+        run_id=args.run_id,
         max_in_flight=args.max_in_flight, max_tokens=args.max_tokens, protocol=args.protocol,
         request_timeout=args.request_timeout, call_timeout=args.call_timeout,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
-        task_params=split_assignments(args.task_param, "--task-param", "limit=40"),
-        count_eval_calls=args.count_eval_calls, feedback=args.feedback,
+        task_params=task_params,
+        count_eval_calls=args.count_eval_calls, feedback=args.feedback or "none",
         deterministic=args.deterministic, window=args.window)
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
+    task_obj = load_task(task, cfg.task_params)
     if not args.run_id:  # runs are named by the task's declared name, not its file name
-        changes["run_id"] = generate_run_id(load_task(task, cfg.task_params).name)
+        changes["run_id"] = generate_run_id(task_obj.name)
     from basevolve.engine.endpoints import run_model  # the API resolves it the same way
 
     model = run_model(model, cfg.base_url, cfg.params)  # the first --model's own, if given
     if model != cfg.model:
         changes["model"] = model
-    return dataclasses.replace(cfg, **changes) if changes else cfg
+    cfg = dataclasses.replace(cfg, **changes) if changes else cfg
+    from basevolve.cli.progress import say
+    from basevolve.engine.task_config import configure_run
+
+    # an OpenEvolve directory's run settings, where the user gave none (issue 31)
+    given = {f for f in ("seed", "feedback") if getattr(args, f) is not None}
+    return configure_run(cfg, given, say, task_obj)
 
 
 def model_args(given: list[str] | None) -> tuple[tuple[str, ...], str | None]:
@@ -220,7 +234,7 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "budget_usd",
                 "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
-                "feedback", "deterministic", "window")
+                "feedback", "deterministic", "window", "program", "evaluator", "config")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
+from basevolve.cli.openevolve_show import directory_details, show_directory
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
@@ -49,6 +51,7 @@ def register(subparsers: Any) -> None:
                    help="a task name, the path of a task .py file or of an OpenEvolve task "
                         "directory")
     p.add_argument("--json", action="store_true", help="one JSON object per task per line")
+    add_file_flags(p)
     p.set_defaults(func=cmd_tasks)
 
     e = subparsers.add_parser(
@@ -56,7 +59,7 @@ def register(subparsers: Any) -> None:
         help="score program files on a task in the sandbox",
         description="Evaluate one or many program files on a task, each in the sandbox.",
     )
-    e.add_argument("--task", required=True, help="registered task name, path to a task .py "
+    e.add_argument("--task", help="registered task name, path to a task .py "
                    "file or to an OpenEvolve task directory")
     e.add_argument("files", nargs="+", metavar="FILE", help="program file(s) to evaluate")
     e.add_argument("--strict", action="store_true", help="report the tolerance-0 score as `score`")
@@ -69,18 +72,19 @@ def register(subparsers: Any) -> None:
         "directory: per evaluate/stage call)",
     )
     e.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    add_file_flags(e)
     e.set_defaults(func=cmd_evaluate)
 
 
 # --------------------------------------------------------------------------- tasks
 
 
-def task_details(spec: str) -> dict[str, Any]:
+def task_details(spec: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What ``tasks --show`` prints: everything a run of this task starts from."""
     from basevolve.sandbox.config import SandboxConfig
     from basevolve.tasks.identity import resolve_task_spec
 
-    task = load_task(spec)
+    task = load_task(spec, params)
     limits = SandboxConfig()
     return {
         "name": task.name,
@@ -114,35 +118,8 @@ def _trust(task: Task) -> Trust:
     return getattr(EVALUATORS.get(task.evaluation), "trust", Trust.SCORER)
 
 
-def directory_details(task: Any) -> dict[str, Any]:
-    """What ``tasks --show DIR`` lists for an OpenEvolve task directory (issue 21, part 2).
-
-    Found without importing evaluator.py: its stage functions by parsing it
-    (:func:`basevolve.tasks.openevolve_dir.evaluator_functions`).
-    """
-    d, st = task.directory, task.settings
-    files = {**{k: len(v.encode()) for k, v in d.text_files.items()},
-             **{k: len(v) for k, v in d.binary_files.items()}}
-    return {
-        "path": str(d.path),
-        "files": [{"path": k, "bytes": files[k], "binary": k in d.binary_files}
-                  for k in sorted(files)],
-        "total_bytes": d.total_bytes,
-        "skipped": list(d.skipped),
-        "functions": list(st.functions),
-        "cascade": st.cascade,
-        "cascade_evaluation": st.cascade_evaluation,
-        "cascade_thresholds": list(st.cascade_thresholds),
-        "stages": list(st.stages),
-        "timeout_s": st.timeout_s,
-        "evaluator_args": sorted(st.evaluator_args),
-        "system_message_from": ("config.yaml prompt.system_message"
-                                if task.config_system_message else "basevolve's default"),
-    }
-
-
-def _show(spec: str, as_json: bool) -> int:
-    d = task_details(spec)
+def _show(spec: str, as_json: bool, params: dict[str, Any] | None = None) -> int:
+    d = task_details(spec, params)
     if as_json:
         print(json.dumps(d))
         return 0
@@ -151,7 +128,7 @@ def _show(spec: str, as_json: bool) -> int:
     if d["description"]:
         print(f"description     {d['description']}")
     if d["evaluation"] == "openevolve":
-        _show_directory(d)
+        show_directory(d)
     elif d["artifact"] == "text":
         print("artifact        text (a prompt template; never executed, scored by an "
               "answering LLM)")
@@ -192,41 +169,10 @@ def _printable(value: Any, key: str = "") -> Any:
     return value
 
 
-def _show_directory(d: dict[str, Any]) -> None:
-    """The OpenEvolve-directory part of ``tasks --show`` (plain text)."""
-    x = d["directory"]
-    print("kind            OpenEvolve task directory: its evaluator.py runs inside the sandbox, "
-          "next to the program")
-    print(f"trust           {d['trust']} -- the program can tamper with the evaluator beside "
-          "it (it cannot reach anything outside the sandbox)")
-    print(f"functions       {', '.join(x['functions'])} (found in evaluator.py, not imported)")
-    if x["cascade"]:
-        stages = " -> ".join(x["stages"])
-        print(f"evaluation      cascade: {stages}; thresholds "
-              f"{', '.join(f'{t:g}' for t in x['cascade_thresholds'])} (config.yaml)")
-    else:
-        why = ("cascade_evaluation is false" if not x["cascade_evaluation"]
-               else "no evaluate_stage1")
-        print(f"evaluation      direct: evaluate(program_path) ({why})")
-    if x["evaluator_args"]:
-        print(f"evaluator args  {', '.join(x['evaluator_args'])} (passed to evaluate)")
-    print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
-          f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
-          "per file, no network")
-    print(f"entry function  {d['entry']}() -- the program's main function (first def of the "
-          "EVOLVE block); it picks the program out of an LLM reply")
-    print(f"system message  from {x['system_message_from']}")
-    print(f"files           {len(x['files'])} sent to each evaluation's sandbox "
-          f"({x['total_bytes']:,} bytes):")
-    for f in x["files"]:
-        print(f"  {f['path']}  {f['bytes']:,} bytes{' (binary)' if f['binary'] else ''}")
-    for skipped in x["skipped"]:
-        print(f"  skipped: {skipped}")
-
-
 def cmd_tasks(args: argparse.Namespace) -> int:
-    if args.show is not None:
-        return _show(args.show, args.json)
+    spec, params = task_and_params(args.show, args)  # --program/--evaluator/--config
+    if spec is not None:
+        return _show(spec, args.json, params)
     rows = [
         {
             "name": name,
@@ -261,7 +207,11 @@ class _Outcome:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    task = load_task(args.task)
+    spec, params = task_and_params(args.task, args)
+    if spec is None:
+        raise ConfigError("missing --task (a task name, a task file or an OpenEvolve task "
+                          "directory; or --program and --evaluator)")
+    task = load_task(spec, params)
     if task.artifact != "program":
         raise ConfigError(f"task {task.name!r} evolves text that an answering LLM scores; "
                           "`evaluate` runs programs in the sandbox. Score a template with "

@@ -81,7 +81,7 @@ from basevolve.engine.state import (
     child_of,
     program_fields,
 )
-from basevolve.errors import BudgetError, LLMError
+from basevolve.errors import BudgetError, LLMError, TaskError
 from basevolve.llm.flops import call_flops
 from basevolve.llm.settings import LLMSettings
 from basevolve.prompts import ParsedProgram
@@ -225,6 +225,8 @@ class Engine(Decisions):
             code = self.task.initial_program
             ev = await self.evaluator.evaluate(code)
             pid = self._insert_program(code, ev, generation=0, is_initial=1)
+            if (stop := self.task.start_failure(ev)) is not None:
+                raise TaskError(stop)  # before any LLM call (issue 31, item 9)
             if self.ledger is not None:
                 self.ledger.settle_eval(-1, self.ledger.eval_cost(ev))
             child = child_of(pid, code, ev)

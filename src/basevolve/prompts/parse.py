@@ -6,6 +6,8 @@ Small models rarely answer cleanly, so the parser tolerates, in this order:
 1. fenced blocks (```` ``` ```` or ``~~~``, any info string); among several, a block that
    defines the task's entry function wins, else the longest (ties: the later one, the
    final answer usually comes last); blocks tagged with another language are ignored;
+   a closing fence may also follow the last code line on the same line (``return x```,
+   as OpenEvolve's parser accepts; issue 31, item 10);
 2. an unterminated fence (reply cut by ``max_tokens``): the rest of the reply, if it parses;
 3. no fence at all: the reply from its first code-looking line, if it parses and looks like
    code (has a ``def``/``class``/``import``/assignment, so a lone word of prose does not
@@ -89,11 +91,19 @@ def _fenced_blocks(text: str) -> list[_Block]:
             continue
         fence, info = m.group("fence"), m.group("info").strip().lower()
         close = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        j = i + 1
+        # issue 31, item 10: "    return x```" closes the block on its last code line
+        # (OpenEvolve's parser accepts it); the line's code is kept
+        tail = re.compile(rf"^(?P<code>.*[^{re.escape(fence[0])}\s])"
+                          rf"{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        j, last = i + 1, None
         while j < len(lines) and not close.match(lines[j]):
+            if (t := tail.match(lines[j])) is not None:
+                last = t.group("code")
+                break
             j += 1
         # dedent: fences nested in a Markdown list indent the whole block
-        body = textwrap.dedent("\n".join(lines[i + 1 : j]))
+        body_lines = lines[i + 1 : j] + ([last] if last is not None else [])
+        body = textwrap.dedent("\n".join(body_lines))
         blocks.append(_Block(body, info, j < len(lines), len(blocks)))
         i = j + 1
     return blocks

@@ -23,6 +23,13 @@ Prompt: OpenEvolve's verbatim template (:mod:`basevolve.prompts.openevolve`), fi
 * focus areas: "improved a → b" after an accepting generation, else how many generations
   the score has been unchanged, or "not valid" for an invalid parent.
 
+``--protocol-param mode=diff`` (issue 31, item 5: an OpenEvolve task directory's
+``diff_based_evolution``) asks for SEARCH/REPLACE edits with the OpenEvolve diff template
+and applies them with the one strict applier (:func:`~basevolve.prompts.formats.
+parse_diff_reply`, not confined to the EVOLVE block, as OpenEvolve); a reply with no
+SEARCH block is taken as a full rewrite, as AdaEvolve's diff mode does.  Default
+``mode=full``: the paper's prompt, unchanged.
+
 A text task (``prompt_optimization``, issue 15) writes its own mutation prompt
 (:meth:`basevolve.tasks.text.TextTask.mutation_messages`: the current template, its
 accuracy and the questions it got wrong); everything else above is unchanged.
@@ -53,16 +60,22 @@ from typing import Any
 import numpy as np
 
 from basevolve.errors import ConfigError
+from basevolve.prompts import ParsedProgram
 from basevolve.prompts.feedback import append_section
+from basevolve.prompts.formats import parse_diff_reply
 from basevolve.prompts.openevolve import (
+    DIFF_TEMPLATE_NAME,
+    TEMPLATE_NAME,
     HistoryEntry,
     build_openevolve_messages,
     format_artifacts,
     format_evolution_history,
     format_improvement_areas,
 )
-from basevolve.protocols.base import PROTOCOLS, Child, Proposal, Protocol
+from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal, Protocol
 from basevolve.tasks.base import Task
+
+SEARCH_LINE = "<<<<<<< SEARCH"  # a reply with none is a full rewrite in mode=diff
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +138,8 @@ class GreedyProtocol(Protocol):
     """Generation barrier + strict-improvement replacement of a single best program."""
 
     name = "greedy"
+    PARAMS = (Param("mode", str, "full", "full rewrite (paper) or SEARCH/REPLACE diff "
+                    "[OpenEvolve's diff_based_evolution]", choices=("full", "diff")),)
 
     def __init__(
         self,
@@ -136,10 +151,13 @@ class GreedyProtocol(Protocol):
         history: HistoryOptions | None = None,
         asynchronous: bool = False,
         feedback: str = "none",
+        mode: str = "full",
     ) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
                          asynchronous=asynchronous and breadth == 1, feedback=feedback)
         self.history = history or HistoryOptions()
+        # a text task writes its own prompt: its edits are never diffs
+        self.diff = mode == "diff" and getattr(task, "artifact", "program") == "program"
         self._gen = 1
         self._parent: Child | None = None  # frozen at the first ask of a generation
         self._messages: list[dict[str, str]] | None = None
@@ -173,7 +191,7 @@ class GreedyProtocol(Protocol):
             return Proposal(
                 parent_id=parent.program_id, parent_code=parent.code or "",
                 generation=self._gen - 1, slot=0, messages=self._build_messages(parent),
-                trajectory=self.trajectory,
+                trajectory=self.trajectory, meta=self._meta(),
             )  # fmt: skip
         if self._parent is None:
             self._parent = self.best
@@ -187,8 +205,18 @@ class GreedyProtocol(Protocol):
             slot=slot,
             # a fresh list of fresh dicts per sibling (callers may mutate), same content
             messages=[dict(m) for m in self._messages],
-            trajectory=self.trajectory,
+            trajectory=self.trajectory, meta=self._meta(),
         )
+
+    def _meta(self) -> dict[str, Any]:
+        return {"format": "diff"} if self.diff else {}
+
+    def parse_reply(self, proposal: Proposal, reply_text: str) -> ParsedProgram:
+        """``mode=diff``: SEARCH/REPLACE edits of the parent; a reply without a SEARCH
+        block is read as a full rewrite (the module docstring)."""
+        if proposal.meta.get("format") == "diff" and SEARCH_LINE in (reply_text or ""):
+            return parse_diff_reply(proposal.parent_code, reply_text, confine=False)
+        return super().parse_reply(proposal, reply_text)
 
     def _cancel(self, proposal: Proposal) -> None:
         if not self.asynchronous:  # an asynchronous ask holds no slot
@@ -288,6 +316,7 @@ class GreedyProtocol(Protocol):
             evolution_history=format_evolution_history(
                 top, diverse, language=language, include_code=self.history.include_code
             ),
+            template=DIFF_TEMPLATE_NAME if self.diff else TEMPLATE_NAME,
         )
 
 

@@ -105,6 +105,13 @@ class Task(ABC):
         that a resume with other data is noticed (:mod:`basevolve.tasks.identity`)."""
         return ()
 
+    def start_failure(self, evaluation: Evaluation) -> str | None:
+        """Why a run must stop before its first LLM call, given the initial program's
+        evaluation; None to go on (the default: an initial program that fails is just a
+        poor parent).  An OpenEvolve task directory stops when its evaluator cannot score
+        the initial program (issue 31, item 9)."""
+        return None
+
     @property
     @abstractmethod
     def initial_program(self) -> str:

@@ -14,8 +14,10 @@ for behaviour, reimplemented here):
   fails after stage 1 keeps the earlier metrics and adds ``stageN_passed = 0``;
 * **threshold test**: ``combined_score`` when it is a number, else the mean of the
   numeric metrics except ``error``;
-* **fitness** (the run's score): ``combined_score`` when it is a number, else the mean of
-  the numeric metrics (NaN skipped; none -> 0).  Booleans count as 0/1, as in Python.
+* **fitness** (the run's score): OpenEvolve 0.4.0's rule,
+  :func:`basevolve.tasks.openevolve_keys.fitness_score` -- ``combined_score`` when it is a
+  number, else the mean of the numeric metrics but booleans, NaN and the
+  ``database.feature_dimensions`` (default complexity, diversity) (issue 31, item 7).
 
 Where basevolve differs, on purpose: the evaluation (direct, or stage 1) that raises,
 times out or returns neither a dict nor an ``EvaluationResult`` scores 0, **invalid**,
@@ -42,6 +44,7 @@ from typing import Any
 from basevolve.errors import TaskError
 from basevolve.records import CallResult, Evaluation, ExecStatus, Trust
 from basevolve.tasks.function import MAX_ARTIFACT_CHARS
+from basevolve.tasks.openevolve_keys import DEFAULT_FEATURES, fitness_score
 
 SETUP_MIN_TIMEOUT_S = 60.0  # writing the files and importing evaluator.py (not the program)
 SESSION_SLACK_S = 10.0  # the harness's own import and the call round trips
@@ -73,13 +76,11 @@ def as_float(value: Any) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def fitness(metrics: dict[str, Any]) -> float:
-    """``combined_score`` when numeric, else the mean of the numeric (non-NaN) metrics."""
-    if is_number(metrics.get("combined_score")):
-        return as_float(metrics["combined_score"])
-    values = [as_float(v) for v in metrics.values() if is_number(v)]
-    values = [v for v in values if not math.isnan(v)]
-    return sum(values) / len(values) if values else 0.0
+def fitness(metrics: dict[str, Any], feature_dimensions: tuple[str, ...] = DEFAULT_FEATURES
+            ) -> float:
+    """OpenEvolve's fitness: ``combined_score``, else the mean of the numeric metrics but
+    booleans and feature dimensions (:func:`~basevolve.tasks.openevolve_keys.fitness_score`)."""
+    return fitness_score(metrics, feature_dimensions)
 
 
 def passes_threshold(metrics: dict[str, Any], threshold: float) -> bool:
@@ -153,12 +154,13 @@ def setup_session(task: Any, session: Any, code: str) -> tuple[str, ...]:
     directory = task.directory
     binary = {k: base64.b64encode(v).decode("ascii") for k, v in directory.binary_files.items()}
     limit = max(SETUP_MIN_TIMEOUT_S, task.settings.timeout_s)
-    r = session.call("setup", directory.text_files, binary, code, timeout_s=limit)
+    evaluator = directory.files.evaluator_name if directory.files else "evaluator.py"
+    r = session.call("setup", directory.text_files, binary, code, evaluator, timeout_s=limit)
     value = r.value if r.ok else None
     if not (isinstance(value, dict) and isinstance(value.get("functions"), list)):
         detail = r.error or "its answer was malformed"
         tail = f"\n{r.stderr[-TRACEBACK_CHARS:]}" if r.stderr else ""
-        raise TaskError(f"evaluator.py could not be loaded in the sandbox ({r.status.value}): "
+        raise TaskError(f"{evaluator} could not be loaded in the sandbox ({r.status.value}): "
                         f"{detail} (task directory {str(directory.path)!r}){tail}")
     return tuple(str(f) for f in value["functions"])
 
@@ -175,7 +177,7 @@ def evaluate_in_session(task: Any, session: Any, code: str, timeout_s: float) ->
     stage = run_stage(session, "evaluate", timeout_s, settings.evaluator_args)
     if stage.kind != "ok":
         return _failed(session, stage, "evaluation")
-    return _scored(session, stage.metrics, stage.artifacts)
+    return _scored(task, session, stage.metrics, stage.artifacts)
 
 
 def _cascade(task: Any, session: Any, functions: tuple[str, ...], timeout_s: float
@@ -213,7 +215,7 @@ def _cascade(task: Any, session: Any, functions: tuple[str, ...], timeout_s: flo
     else:
         notes.append("no further threshold" if len(thresholds) < 2 else "all stages run")
     artifacts["basevolve.cascade"] = "; ".join(notes)
-    return _scored(session, metrics, artifacts)
+    return _scored(task, session, metrics, artifacts)
 
 
 def fitness_for_threshold(metrics: dict[str, Any]) -> float:
@@ -243,8 +245,9 @@ def stored(metrics: dict[str, Any], artifacts: dict[str, str]
     return numbers, texts
 
 
-def _scored(session: Any, metrics: dict[str, Any], artifacts: dict[str, str]) -> Evaluation:
-    score = fitness(metrics)
+def _scored(task: Any, session: Any, metrics: dict[str, Any], artifacts: dict[str, str]
+            ) -> Evaluation:
+    score = fitness(metrics, task.options.feature_dimensions)
     numbers, texts = stored(metrics, artifacts)
     if not math.isfinite(score):
         return Evaluation(score=0.0, valid=False, metrics=numbers, artifacts=texts,

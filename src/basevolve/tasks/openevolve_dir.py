@@ -5,11 +5,13 @@
 * ``initial_program.py`` -- the program evolution starts from (EVOLVE-BLOCK markers);
 * ``evaluator.py`` -- ``evaluate(program_path)`` returning a dict of metrics or an
   ``EvaluationResult`` (metrics + artifacts); optionally ``evaluate_stage1/2/3``;
-* ``config.yaml`` (optional) -- of OpenEvolve's settings basevolve honours
-  ``prompt.system_message`` and, under ``evaluator:``, ``timeout``,
-  ``cascade_evaluation``, ``cascade_thresholds`` and ``evaluator_args``; an optional
-  ``basevolve:`` section may set ``name`` and ``description`` (OpenEvolve ignores keys it
-  does not know).  The rest (models, islands, ...) is basevolve's to choose: use its flags.
+* ``config.yaml`` or ``config.yml`` (optional) -- which of OpenEvolve's settings basevolve
+  applies, and how, is the table of :mod:`basevolve.tasks.openevolve_keys`; the rest is
+  named in one warning line.  An optional ``basevolve:`` section may set ``name`` and
+  ``description`` (OpenEvolve ignores keys it does not know).
+
+The three files may be named otherwise (``--program``, ``--evaluator``, ``--config``;
+:mod:`basevolve.tasks.openevolve_files`, issue 31, item 1).
 
 This module **reads** the directory and never imports ``evaluator.py`` in the basevolve
 process: the evaluator imports the untrusted program itself, so it only ever runs inside
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,48 +38,29 @@ from typing import Any, ClassVar
 from basevolve.errors import TaskError
 from basevolve.outside_parse import RefusedText, load_yaml, parse_python
 from basevolve.records import Evaluation, ExecResult, Trust
-from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.openevolve_files import TaskFiles, find_files, naming
+from basevolve.tasks.openevolve_keys import fitness_score, initial_failure, read_options
+from basevolve.tasks.openevolve_settings import (
+    DEFAULT_THRESHOLDS,
+    DEFAULT_TIMEOUT_S,
+    STAGE_FUNCTIONS,
+    EvaluatorSettings,
+    evaluator_settings,
+    section,
+)
 
 INITIAL_FILE, EVALUATOR_FILE, CONFIG_FILE = "initial_program.py", "evaluator.py", "config.yaml"
 MAX_TASK_BYTES = 8 * 1024 * 1024  # all files together (sent to every evaluation's sandbox)
 MAX_TASK_FILES = 1000
 SKIPPED_DIRS = frozenset({"__pycache__", "openevolve_output", "basevolve-out"})
-STAGE_FUNCTIONS = ("evaluate", "evaluate_stage1", "evaluate_stage2", "evaluate_stage3")
-# OpenEvolve's EvaluatorConfig defaults (openevolve/config.py), used when config.yaml is
-# silent; "system_message" is its name for "the default template".
-DEFAULT_TIMEOUT_S = 300.0
-DEFAULT_CASCADE = True
-DEFAULT_THRESHOLDS = (0.5, 0.75, 0.9)
+# "system_message" is OpenEvolve's name for "the default template"
 OPENEVOLVE_DEFAULT_MESSAGE = "system_message"
 DEFAULT_SYSTEM_MESSAGE = (
     "You are an expert software engineer. Improve the program so that its evaluator "
     "scores it higher. Keep the functions the evaluator calls, with their names and "
     "signatures, and return the complete program.")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
-
-
-@dataclass(frozen=True, slots=True)
-class EvaluatorSettings:
-    """What of ``config.yaml``'s ``evaluator:`` section (and evaluator.py) a run applies."""
-
-    timeout_s: float = DEFAULT_TIMEOUT_S  # per evaluate() / per stage, as OpenEvolve
-    cascade_evaluation: bool = DEFAULT_CASCADE
-    cascade_thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS
-    evaluator_args: dict[str, Any] = field(default_factory=dict)
-    functions: tuple[str, ...] = ()  # of STAGE_FUNCTIONS, found in evaluator.py by ast
-
-    @property
-    def cascade(self) -> bool:
-        """True when evaluations go stage by stage (else one ``evaluate`` call)."""
-        return self.cascade_evaluation and "evaluate_stage1" in self.functions
-
-    @property
-    def stages(self) -> tuple[str, ...]:
-        """The functions one evaluation may call, in order."""
-        if not self.cascade:
-            return ("evaluate",)
-        return tuple(f for f in STAGE_FUNCTIONS[1:] if f in self.functions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +72,15 @@ class TaskDirectory:
     binary_files: dict[str, bytes]  # the files that are not UTF-8 text
     skipped: tuple[str, ...]  # symbolic links and excluded folders, for --show
     config: dict[str, Any]  # config.yaml as parsed ({} when absent)
+    files: TaskFiles | None = None  # which files are program, evaluator, config
+    outside: dict[str, str] = field(default_factory=dict)  # named files outside the folder
+
+    @property
+    def initial_text(self) -> str:
+        """The initial program's text (inside the directory or named outside it)."""
+        files = self.files or find_files(self.path)
+        rel = files.relative(files.program)
+        return self.text_files[rel] if rel is not None else self.outside[str(files.program)]
 
     @property
     def total_bytes(self) -> int:
@@ -103,6 +94,11 @@ class TaskDirectory:
         for rel in sorted(files):
             h.update(rel.encode() + b"\0" + str(len(files[rel])).encode() + b"\0")
             h.update(files[rel])
+        if self.files is not None and self.files.names() != (INITIAL_FILE, EVALUATOR_FILE,
+                                                              self.files.label(self.files.config)):
+            h.update("\0".join(self.files.names()).encode())  # issue 31: named files
+        for name in sorted(self.outside):
+            h.update(b"\0" + name.encode() + b"\0" + self.outside[name].encode())
         return h.hexdigest()
 
     def listing(self) -> str:
@@ -111,6 +107,8 @@ class TaskDirectory:
         parts += [f"=== {rel} === ({len(data)} bytes, binary; sha256 "
                   f"{hashlib.sha256(data).hexdigest()})" for rel, data in
                   sorted(self.binary_files.items())]
+        parts += [f"=== {name} (outside the directory) ===\n{text}"
+                  for name, text in sorted(self.outside.items())]
         return "\n".join(parts)
 
 
@@ -118,14 +116,15 @@ def _fail(path: Path, problem: str) -> TaskError:
     return TaskError(f"task directory {str(path)!r}: {problem}")
 
 
-def read_directory(path: Path) -> TaskDirectory:
-    """Read every file of the task directory ``path`` (see the module docstring)."""
+def read_directory(path: Path, names: dict[str, str] | None = None) -> TaskDirectory:
+    """Read every file of the task directory ``path`` (see the module docstring).
+
+    ``names``: the files named with --program / --evaluator / --config (absolute or
+    relative paths; :func:`basevolve.tasks.openevolve_files.find_files`).
+    """
     if not path.is_dir():
         raise TaskError(f"task directory {str(path)!r} does not exist or is not a directory")
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
-        if not (path / required).is_file():
-            raise _fail(path, f"has no {required}; an OpenEvolve task directory needs "
-                        f"{INITIAL_FILE} and {EVALUATOR_FILE}")
+    named = find_files(path, **(names or {}))
     text: dict[str, str] = {}
     binary: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -159,68 +158,58 @@ def read_directory(path: Path) -> TaskDirectory:
             text[rel] = data.decode("utf-8")
         except UnicodeDecodeError:
             binary[rel] = data
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
-        if (path / required).is_symlink():
-            raise _fail(path, f"{required} is a symbolic link; links are not sent to the "
-                        "sandbox, so copy the file into the directory")
-        if required not in text:
-            raise _fail(path, f"{required} is not UTF-8 text")
-    return TaskDirectory(path, text, binary, tuple(skipped), _read_config(path, text))
+    outside: dict[str, str] = {}
+    for required in (named.program, named.evaluator, named.config):
+        rel = named.relative(required)
+        if required is None or (rel is not None and rel in text):
+            continue
+        if required == named.evaluator:  # inside, but not sent as text
+            if rel in binary:
+                raise _fail(path, f"{rel} is not UTF-8 text")
+            why = "is a symbolic link" if required.is_symlink() else "is in a skipped folder"
+            raise _fail(path, f"{rel} {why}; links and hidden or skipped folders are not "
+                        "sent to the sandbox, so copy the file into the directory")
+        try:  # a program or config named outside the directory (or a link): read as text
+            outside[str(required)] = required.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise _fail(path, f"{named.label(required)} is not UTF-8 text") from None
+        except OSError as exc:
+            raise _fail(path, f"cannot read {named.label(required)}: "
+                        f"{exc.strerror or exc}") from None
+    config_rel = named.relative(named.config)
+    source = None if named.config is None else (
+        text[config_rel] if config_rel in text else outside[str(named.config)])
+    return TaskDirectory(path, text, binary, tuple(skipped),
+                         _read_config(path, named.config_name, source), named, outside)
 
 
-def _read_config(path: Path, text: dict[str, str]) -> dict[str, Any]:
-    if CONFIG_FILE not in text:
-        if (path / CONFIG_FILE).exists():
-            raise _fail(path, f"{CONFIG_FILE} is not UTF-8 text")
+def _read_config(path: Path, name: str, source: str | None) -> dict[str, Any]:
+    """The config file's settings ({} when there is none), parsed as YAML."""
+    if source is None:
         return {}
     try:  # bounded: no alias bomb, no recursion (issue 32)
-        config = load_yaml(text[CONFIG_FILE])
+        config = load_yaml(source)
     except RefusedText as exc:
-        raise _fail(path, f"{CONFIG_FILE} {exc}") from None
+        raise _fail(path, f"{name} {exc}") from None
     if config is None:
         return {}
     if not isinstance(config, dict):
-        raise _fail(path, f"{CONFIG_FILE} must be a mapping of settings, got a "
+        raise _fail(path, f"{name} must be a mapping of settings, got a "
                     f"{type(config).__name__}")
     return config
 
 
-def _section(path: Path, config: dict[str, Any], key: str) -> dict[str, Any]:
-    value = config.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _fail(path, f"{CONFIG_FILE}: {key} must be a mapping, got {value!r}")
-    return value
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _plain(value: Any, depth: int = 0) -> bool:
-    """Plain data that a sandbox call can carry (for ``evaluator_args``)."""
-    if depth > 20:
-        return False
-    if value is None or isinstance(value, bool | int | float | str):
-        return True
-    if isinstance(value, list):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def evaluator_functions(path: Path, source: str) -> tuple[str, ...]:
+def evaluator_functions(path: Path, source: str, name: str = EVALUATOR_FILE
+                        ) -> tuple[str, ...]:
     """Which of ``evaluate`` / ``evaluate_stage1..3`` evaluator.py binds at top level.
 
     Parsed with :mod:`ast`, never imported here.  Top level includes ``if``/``try``
     blocks; a name bound by ``def``, an assignment or an import counts.
     """
     try:
-        tree = parse_python(source, EVALUATOR_FILE)
+        tree = parse_python(source, name)
     except RefusedText as exc:
-        raise _fail(path, f"{EVALUATOR_FILE} {exc}") from None
+        raise _fail(path, f"{name} {exc}") from None
     bound: set[str] = set()
 
     def visit(statements: list[ast.stmt]) -> None:
@@ -242,36 +231,6 @@ def evaluator_functions(path: Path, source: str) -> tuple[str, ...]:
     return tuple(f for f in STAGE_FUNCTIONS if f in bound)
 
 
-def evaluator_settings(path: Path, config: dict[str, Any], functions: tuple[str, ...]
-                       ) -> EvaluatorSettings:
-    """The checked ``evaluator:`` settings; one clear error for each bad value."""
-    section = _section(path, config, "evaluator")
-    timeout = section.get("timeout", DEFAULT_TIMEOUT_S)
-    if not _number(timeout) or not 0 < timeout <= MAX_TIMEOUT_S / 8:
-        raise _fail(path, f"{CONFIG_FILE}: evaluator.timeout={timeout!r} must be a number of "
-                    f"seconds > 0 and at most {MAX_TIMEOUT_S / 8:g}")
-    cascade = section.get("cascade_evaluation", DEFAULT_CASCADE)
-    if not isinstance(cascade, bool):
-        raise _fail(path, f"{CONFIG_FILE}: evaluator.cascade_evaluation={cascade!r} must be "
-                    "true or false")
-    thresholds = section.get("cascade_thresholds", list(DEFAULT_THRESHOLDS))
-    if not isinstance(thresholds, list) or not all(_number(t) for t in thresholds):
-        raise _fail(path, f"{CONFIG_FILE}: evaluator.cascade_thresholds={thresholds!r} must "
-                    "be a list of numbers, e.g. [0.5, 0.75]")
-    args = section.get("evaluator_args") or {}
-    if not isinstance(args, dict) or not _plain(args):
-        raise _fail(path, f"{CONFIG_FILE}: evaluator.evaluator_args must be a mapping of "
-                    "plain values (numbers, strings, lists, mappings)")
-    if "evaluate" not in functions:
-        raise _fail(path, f"{EVALUATOR_FILE} defines no evaluate(program_path) function")
-    if cascade and "evaluate_stage1" in functions and not thresholds:
-        raise _fail(path, f"{CONFIG_FILE}: evaluator.cascade_thresholds is empty, but the "
-                    "cascade (evaluate_stage1) needs one threshold per stage after the first;"
-                    " give e.g. [0.5] or set cascade_evaluation: false")
-    return EvaluatorSettings(float(timeout), cascade, tuple(float(t) for t in thresholds),
-                             dict(args), functions)
-
-
 def main_function(source: str) -> str | None:
     """The first function defined inside the EVOLVE block, else the first top-level one."""
     tree = parse_python(source, INITIAL_FILE)  # RefusedText: the caller's one line
@@ -288,12 +247,12 @@ def main_function(source: str) -> str | None:
     return top[0].name if top else None
 
 
-def task_name(path: Path, config: dict[str, Any]) -> str:
+def task_name(path: Path, config: dict[str, Any], cfg: str = CONFIG_FILE) -> str:
     """``basevolve.name`` of config.yaml, else the directory's name made safe."""
-    given = _section(path, config, "basevolve").get("name")
+    given = section(path, config, "basevolve", cfg).get("name")
     if given is not None:
         if not isinstance(given, str) or not given.strip() or _UNSAFE.search(given):
-            raise _fail(path, f"{CONFIG_FILE}: basevolve.name={given!r} must be a non-empty "
+            raise _fail(path, f"{cfg}: basevolve.name={given!r} must be a non-empty "
                         "name of letters, digits and . _ + -")
         return given
     name = _UNSAFE.sub("_", path.name).strip("._+-")[:100] or "openevolve_task"
@@ -314,25 +273,29 @@ class OpenEvolveDirTask(Task):
     def __init__(self, directory: TaskDirectory) -> None:
         path, config = directory.path, directory.config
         self.directory = directory
-        initial = directory.text_files[INITIAL_FILE]
+        files = directory.files or find_files(path)
+        cfg, program_name = files.config_name, files.label(files.program)
+        initial = directory.initial_text
         try:
             entry = main_function(initial)
         except RefusedText as exc:
-            raise _fail(path, f"{INITIAL_FILE} {exc}") from None
+            raise _fail(path, f"{program_name} {exc}") from None
         language = config.get("language")
         if language not in (None, "python"):
-            raise _fail(path, f"{CONFIG_FILE}: language={language!r}; basevolve runs Python "
+            raise _fail(path, f"{cfg}: language={language!r}; basevolve runs Python "
                         "task directories only")
-        functions = evaluator_functions(path, directory.text_files[EVALUATOR_FILE])
-        self.settings = evaluator_settings(path, config, functions)
-        prompt = _section(path, config, "prompt").get("system_message")
+        evaluator = files.evaluator_name
+        functions = evaluator_functions(path, directory.text_files[evaluator], evaluator)
+        self.settings = evaluator_settings(path, config, functions, cfg, evaluator)
+        self.options = read_options(path, config, cfg)  # issue 31, item 5
+        prompt = section(path, config, "prompt", cfg).get("system_message")
         if prompt is not None and not isinstance(prompt, str):
-            raise _fail(path, f"{CONFIG_FILE}: prompt.system_message must be text")
+            raise _fail(path, f"{cfg}: prompt.system_message must be text")
         self.config_system_message = prompt not in (None, "", OPENEVOLVE_DEFAULT_MESSAGE)
         self._system_message = str(prompt) if self.config_system_message else DEFAULT_SYSTEM_MESSAGE
         self._initial_program = initial
-        description = _section(path, config, "basevolve").get("description")
-        self.name = task_name(path, config)  # type: ignore[misc]
+        description = section(path, config, "basevolve", cfg).get("description")
+        self.name = task_name(path, config, cfg)  # type: ignore[misc]
         self.entry = entry or "main"  # type: ignore[misc]
         self.description = (str(description) if description is not None  # type: ignore[misc]
                             else f"OpenEvolve task directory {path.name}")
@@ -358,16 +321,33 @@ class OpenEvolveDirTask(Task):
 
     def evaluate_candidate(self, session: Any, code: str, timeout_s: float | None = None
                            ) -> Evaluation:
-        """Score ``code`` in ``session`` (a sandbox session running the harness)."""
+        """Score ``code`` in ``session`` (a sandbox session running the harness); a child
+        longer than ``max_code_length`` is refused unrun, as OpenEvolve does."""
         from basevolve.tasks.openevolve_cascade import evaluate_in_session
 
+        if (refused := self.options.refuse(code, self._initial_program, session)) is not None:
+            return refused
         return evaluate_in_session(self, session, code, timeout_s or self.timeout_s)
 
+    def fitness(self, metrics: dict[str, Any]) -> float:
+        """OpenEvolve's fitness rule with this directory's feature dimensions (item 7)."""
+        return fitness_score(metrics, self.options.feature_dimensions)
 
-def load_task_directory(path: Path) -> OpenEvolveDirTask:
-    """An :class:`OpenEvolveDirTask` for ``path`` (a TaskError line for a bad directory)."""
-    return OpenEvolveDirTask(read_directory(path.expanduser().resolve()))
+    def start_failure(self, evaluation: Evaluation) -> str | None:
+        """Why a run must stop before any LLM call: the initial program's evaluation gave
+        no metrics (the evaluator cannot be imported, raises or times out; item 9)."""
+        return initial_failure(self, evaluation)
 
 
-__all__ = ["DEFAULT_SYSTEM_MESSAGE", "MAX_TASK_BYTES", "EvaluatorSettings", "OpenEvolveDirTask",
+def load_task_directory(path: Path, names: dict[str, Any] | None = None) -> OpenEvolveDirTask:
+    """An :class:`OpenEvolveDirTask` for ``path`` (a TaskError line for a bad directory).
+
+    ``names``: the run's ``task_params`` naming the program, evaluator and config
+    (:mod:`basevolve.tasks.openevolve_files`; any other key is refused)."""
+    path = path.expanduser().resolve()
+    return OpenEvolveDirTask(read_directory(path, naming(path, names)))
+
+
+__all__ = ["DEFAULT_SYSTEM_MESSAGE", "DEFAULT_THRESHOLDS", "DEFAULT_TIMEOUT_S", "MAX_TASK_BYTES",
+           "EvaluatorSettings", "OpenEvolveDirTask",
            "TaskDirectory", "load_task_directory", "read_directory"]

@@ -108,8 +108,10 @@ def _write(root: str, rel: str, data: bytes) -> None:
         fh.write(data)
 
 
-def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str) -> dict:
-    """Write the task directory's copy and the candidate, import ``evaluator.py``.
+def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str,
+          evaluator: str = EVALUATOR_FILE) -> dict:
+    """Write the task directory's copy and the candidate, import the evaluator
+    (``evaluator``: its path inside the directory, e.g. ``evaluator_stub.py``; issue 31).
 
     Returns ``{"functions": [...], "openevolve": "installed" | "stand-in"}``: which of
     ``evaluate`` / ``evaluate_stage1..3`` the imported evaluator defines.
@@ -131,10 +133,14 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str
     sys.path.insert(0, task_dir)
     provided = ensure_openevolve()
     os.chdir(task_dir)  # relative data paths of the evaluator resolve in its own folder
-    spec = importlib.util.spec_from_file_location(
-        "evaluation_module", os.path.join(task_dir, EVALUATOR_FILE))
+    if evaluator not in text_files:
+        raise ImportError(f"the evaluator {evaluator!r} is not among the directory's files")
+    path = os.path.join(task_dir, *evaluator.split("/"))
+    if os.path.dirname(path) != task_dir:  # its own folder too, as OpenEvolve puts it there
+        sys.path.insert(0, os.path.dirname(path))
+    spec = importlib.util.spec_from_file_location("evaluation_module", path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {EVALUATOR_FILE}")
+        raise ImportError(f"cannot load {evaluator}")
     module = importlib.util.module_from_spec(spec)
     sys.modules["evaluation_module"] = module
     spec.loader.exec_module(module)

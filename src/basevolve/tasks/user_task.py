@@ -48,10 +48,8 @@ def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task
     if path.is_dir():  # an OpenEvolve task directory (issue 21, part 2)
         from basevolve.tasks.openevolve_dir import load_task_directory
 
-        if params:
-            raise ConfigError(f"task directory {text!r} takes no --task-param; got "
-                              f"{', '.join(sorted(params))}")
-        return check_task(load_task_directory(path), f"in {text!r}")
+        # its task_params name its program, evaluator and config (issue 31, item 1)
+        return check_task(load_task_directory(path, dict(params or {})), f"in {text!r}")
     if path.suffix == ".py" or path.exists():
         return load_task_file(path, params)
     known = ", ".join(TASKS.names())
@@ -84,6 +82,11 @@ def task_params_of(spec: str, params: Mapping[str, Any] | None) -> dict[str, Any
         if not cls.PARAMS:
             build_task(cls, params)  # raises the "takes no --task-param" error
         return parse_params(cls.PARAMS, params, spec, flag="--task-param", what="task")
+    directory = Path(spec).expanduser()
+    if directory.is_dir():  # a task directory's file names, stored as absolute paths
+        from basevolve.tasks.openevolve_files import absolute_naming
+
+        return absolute_naming(directory.resolve(), params)
     return dict(params)
 
 
