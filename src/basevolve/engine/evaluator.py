@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from basevolve.engine.eval_seeds import EvaluationSeeds
 from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.base import Task
@@ -49,8 +50,11 @@ class SandboxEvaluator:
 
     def __init__(self, task: Task, pool: Any | None = None,
                  scorer_log: Path | None = None,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None,
+                 seed: int | None = None) -> None:
         self.task = task
+        # random and numpy.random of each evaluation: run seed + identity (issue 31, item 8)
+        self.seeds = EvaluationSeeds(seed)
         self._pool = pool
         self._owns_pool = pool is None
         self._failures_in_row = 0
@@ -88,7 +92,8 @@ class SandboxEvaluator:
         after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row the run fails cleanly (resumable).
         """
         try:
-            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
+            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s,
+                                          seed=self.seeds.next(code))
         except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
             # else (a bug, a crash) propagates and the run stays resumable
             return self.sandbox_failure(exc)

@@ -129,7 +129,7 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
     """
     if answers is None:
         log = None if store is None else Path(f"{store.path}.scorer-errors.log")
-        return evaluator_for(task, pool, scorer_log=log, notify=notify)
+        return evaluator_for(task, pool, scorer_log=log, notify=notify, seed=cfg.seed)
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])
