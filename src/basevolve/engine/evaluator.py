@@ -24,19 +24,44 @@ log = logging.getLogger("basevolve.tasks")
 MAX_SANDBOX_FAILURES_IN_ROW = 3
 
 
-def start_pool(task: Task) -> Any | None:
+def sandbox_config(task: Task, cfg: Any | None = None, **limits: Any) -> Any:
+    """The sandbox settings a run of ``task`` needs (issue 31, items 2 and 6).
+
+    A program in another language than Python sees the host's toolchains read-only
+    (:mod:`basevolve.sandbox.passthrough`); the run's ``--env`` / ``--env-secret``
+    variables and ``--data`` folder are resolved here, at the start and at every resume
+    (a secret not exported, a folder gone: one ConfigError line).
+    """
+    from basevolve.passenv import resolve
+    from basevolve.sandbox import SandboxConfig
+
+    env: tuple[tuple[str, str], ...] = ()
+    data = None
+    if cfg is not None:
+        env, data = resolve(cfg.env, cfg.env_secret, cfg.data, cfg.run_id)
+    toolchains = getattr(task, "language", "python") not in ("python", "text")
+    return SandboxConfig(toolchains=toolchains, env=env, data_dir=data, **limits)
+
+
+def needs_own_pool(task: Task, cfg: Any) -> bool:
+    """Whether a run cannot share a plain pool (it passes toolchains, variables or data)."""
+    return sandbox_config(task, cfg) != sandbox_config(task)
+
+
+def start_pool(task: Task, cfg: Any | None = None) -> Any | None:
     """A sandbox pool for ``task``, starting in the background (None for a text task).
 
     Why start it before the run row is written: its workers import numpy/scipy (~0.5 s on
     two cores) and the first calls wait for the initial program's score, so the start-up
     overlaps building the client, probing the endpoint and writing the store instead of
     following them (:class:`basevolve.sandbox.SandboxPool`, ``background=True``).
+    ``cfg``: the run's config (its ``--env`` / ``--data``; :func:`sandbox_config`).
     """
     if getattr(task, "artifact", "program") != "program":
         return None
     from basevolve.sandbox import SandboxPool
 
-    return SandboxPool(background=True)
+    return SandboxPool(sandbox_config(task, cfg), background=True)
 
 
 class SandboxEvaluator:

@@ -38,6 +38,8 @@ from basevolve.errors import TaskError
 from basevolve.records import Evaluation, ExecResult, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
+from basevolve.tasks.program_language import initial_file, program_language
+from basevolve.tasks.program_language import system_message as language_system_message
 
 INITIAL_FILE, EVALUATOR_FILE, CONFIG_FILE = "initial_program.py", "evaluator.py", "config.yaml"
 MAX_TASK_BYTES = 8 * 1024 * 1024  # all files together (sent to every evaluation's sandbox)
@@ -55,6 +57,7 @@ DEFAULT_SYSTEM_MESSAGE = (
     "scores it higher. Keep the functions the evaluator calls, with their names and "
     "signatures, and return the complete program.")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_SUFFIX = re.compile(r"\.[A-Za-z0-9_+-]{1,16}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class TaskDirectory:
     binary_files: dict[str, bytes]  # the files that are not UTF-8 text
     skipped: tuple[str, ...]  # symbolic links and excluded folders, for --show
     config: dict[str, Any]  # config.yaml as parsed ({} when absent)
+    initial_file: str = INITIAL_FILE  # initial_program<file_suffix> (issue 31, item 2)
 
     @property
     def total_bytes(self) -> int:
@@ -121,10 +125,11 @@ def read_directory(path: Path) -> TaskDirectory:
     """Read every file of the task directory ``path`` (see the module docstring)."""
     if not path.is_dir():
         raise TaskError(f"task directory {str(path)!r} does not exist or is not a directory")
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
+    initial_name = initial_file(path)  # initial_program<file_suffix> (issue 31, item 2)
+    for required in (initial_name, EVALUATOR_FILE):
         if not (path / required).is_file():
             raise _fail(path, f"has no {required}; an OpenEvolve task directory needs "
-                        f"{INITIAL_FILE} and {EVALUATOR_FILE}")
+                        f"{initial_name} and {EVALUATOR_FILE}")
     text: dict[str, str] = {}
     binary: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -158,13 +163,14 @@ def read_directory(path: Path) -> TaskDirectory:
             text[rel] = data.decode("utf-8")
         except UnicodeDecodeError:
             binary[rel] = data
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
+    for required in (initial_name, EVALUATOR_FILE):
         if (path / required).is_symlink():
             raise _fail(path, f"{required} is a symbolic link; links are not sent to the "
                         "sandbox, so copy the file into the directory")
         if required not in text:
             raise _fail(path, f"{required} is not UTF-8 text")
-    return TaskDirectory(path, text, binary, tuple(skipped), _read_config(path, text))
+    return TaskDirectory(path, text, binary, tuple(skipped), _read_config(path, text),
+                         initial_name)
 
 
 def _read_config(path: Path, text: dict[str, str]) -> dict[str, Any]:
@@ -319,23 +325,28 @@ class OpenEvolveDirTask(Task):
     def __init__(self, directory: TaskDirectory) -> None:
         path, config = directory.path, directory.config
         self.directory = directory
-        initial = directory.text_files[INITIAL_FILE]
+        initial = directory.text_files[directory.initial_file]
+        language, self.file_suffix = program_language(config, directory.initial_file)
+        if not _SUFFIX.fullmatch(self.file_suffix):
+            raise _fail(path, f"{CONFIG_FILE}: file_suffix={self.file_suffix!r} must be a dot "
+                        "and up to 16 letters or digits, e.g. '.rs'")
+        self.language = language.name  # type: ignore[misc]  # prompts' fences, the parser
+        entry = None
         try:
-            entry = main_function(initial)
+            if language.name == "python":
+                entry = main_function(initial)
         except SyntaxError as exc:
-            raise _fail(path, f"{INITIAL_FILE} has a syntax error at line {exc.lineno}: "
-                        f"{exc.msg}") from None
-        language = config.get("language")
-        if language not in (None, "python"):
-            raise _fail(path, f"{CONFIG_FILE}: language={language!r}; basevolve runs Python "
-                        "task directories only")
+            raise _fail(path, f"{directory.initial_file} has a syntax error at line "
+                        f"{exc.lineno}: {exc.msg}") from None
         functions = evaluator_functions(path, directory.text_files[EVALUATOR_FILE])
         self.settings = evaluator_settings(path, config, functions)
         prompt = _section(path, config, "prompt").get("system_message")
         if prompt is not None and not isinstance(prompt, str):
             raise _fail(path, f"{CONFIG_FILE}: prompt.system_message must be text")
         self.config_system_message = prompt not in (None, "", OPENEVOLVE_DEFAULT_MESSAGE)
-        self._system_message = str(prompt) if self.config_system_message else DEFAULT_SYSTEM_MESSAGE
+        default = (DEFAULT_SYSTEM_MESSAGE if language.name == "python"
+                   else language_system_message(language))
+        self._system_message = str(prompt) if self.config_system_message else default
         self._initial_program = initial
         description = _section(path, config, "basevolve").get("description")
         self.name = task_name(path, config)  # type: ignore[misc]
