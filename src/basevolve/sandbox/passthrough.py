@@ -8,7 +8,8 @@ itself) compiles and runs the program with the host's tools, inside the sandbox:
   system directories), with what such a directory needs: a ``bin`` folder whose parent
   holds ``lib`` (an installation prefix such as ``/opt/R/4.4``) brings the prefix; a
   directory holding ``rustup`` brings ``RUSTUP_HOME`` (the toolchains it dispatches
-  to); Debian's ``/etc/alternatives`` links (``cc``, ``c++``) come along.  Never bound: ``/``, ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/tmp``, a home
+  to); Debian's ``/etc/alternatives`` links (``cc``, ``c++``) and R's ``/etc/R`` come
+  along.  Never bound: ``/``, ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/tmp``, a home
   directory or a folder above one (a ``PATH`` entry like ``~`` would show its secrets),
   and relative entries.  Nothing of it is writable: ``cargo`` writes to ``CARGO_HOME``
   and its target folder, which ``_prepare.py`` puts in the evaluation's own directory;
@@ -34,7 +35,9 @@ from basevolve.sandbox.config import SandboxConfig
 
 DATA_MOUNT = "/data"
 DATA_ENV = "BASEVOLVE_DATA"
-ALTERNATIVES = "/etc/alternatives"  # Debian's links for cc, c++, java, ... (links only)
+# /etc folders toolchains under /usr read (no secrets in them): Debian's links for cc,
+# c++, java, ...; R's configuration (/usr/lib/R/etc is a link to /etc/R)
+TOOLCHAIN_ETC = ("/etc/alternatives", "/etc/R")
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")  # launch.minimal_env's PATH
 _COVERED = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _NEVER = ("/", "/etc", "/proc", "/sys", "/dev", "/tmp", "/var", "/run", "/home", "/root")
@@ -104,8 +107,9 @@ def toolchain_env() -> dict[str, str]:
 def read_binds(cfg: SandboxConfig) -> Iterator[tuple[str, str]]:
     """Every extra read-only bind of ``cfg`` (bubblewrap): toolchains, then the data."""
     if cfg.toolchains:
-        if os.path.isdir(ALTERNATIVES):
-            yield ALTERNATIVES, ALTERNATIVES  # /usr/bin/cc -> /etc/alternatives/cc -> gcc
+        for etc in TOOLCHAIN_ETC:
+            if os.path.isdir(etc):
+                yield etc, etc  # e.g. /usr/bin/cc -> /etc/alternatives/cc -> gcc
         yield from toolchain_binds()
     if cfg.data_dir is not None:
         yield DATA_MOUNT, cfg.data_dir
