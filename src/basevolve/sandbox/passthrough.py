@@ -58,7 +58,7 @@ def _allowed(real: str) -> bool:
     """A directory that may be bound read-only (see the module docstring)."""
     if real in _NEVER or any(_under(h, real) for h in _homes()):
         return False  # a home directory, or a folder above one
-    return not any(_under(real, top) for top in ("/proc", "/sys", "/dev", "/tmp", "/etc"))
+    return not any(_under(real, top) for top in ("/proc", "/sys", "/dev", "/etc"))
 
 
 @functools.lru_cache(maxsize=8)
