@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from basevolve.errors import ConfigError
@@ -61,7 +61,7 @@ class SandboxConfig:
     uid_base: int = 910_000
     # issue 31 (passthrough.py): the host's PATH toolchains read-only, variables, a data dir
     toolchains: bool = False
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold secrets
     data_dir: str | None = None
 
     def __post_init__(self) -> None:
