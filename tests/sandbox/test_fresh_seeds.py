@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from basevolve.engine.eval_seeds import EvaluationSeeds
+from basevolve.engine.eval_seeds import EVALUATION_KEY, EvaluationSeeds, keyed
 from basevolve.engine.evaluator import SandboxEvaluator
 from basevolve.tasks.base import ScoreResult, Task
 
@@ -65,3 +65,21 @@ def test_seeds_depend_on_identity_not_order():
     x1, y1, x2 = a.next("x"), a.next("y"), a.next("x")
     assert b.next("y") == y1 and b.next("x") == x1 and b.next("x") == x2
     assert len({x1, x2, y1}) == 3 and EvaluationSeeds(None).next("x") is None
+
+
+def test_engine_evaluations_are_seeded_by_their_call_key():
+    seeds: dict[str, list[int | None]] = {"a": [], "b": []}
+
+    async def evaluate(name: str, evaluator: EvaluationSeeds) -> None:
+        seeds[name].append(evaluator.next("same program"))
+
+    async def go(name: str, keys: list[int]) -> None:
+        evaluator = EvaluationSeeds(5)
+        await asyncio.gather(*(keyed(k, lambda: evaluate(name, evaluator)) for k in keys))
+
+    asyncio.run(go("a", [3, 1, 2]))
+    asyncio.run(go("b", [2, 3, 1]))  # replies arrived in another order
+    by_key_a = dict(zip([3, 1, 2], seeds["a"], strict=True))
+    by_key_b = dict(zip([2, 3, 1], seeds["b"], strict=True))
+    assert by_key_a == by_key_b and len(set(seeds["a"])) == 3
+    assert EVALUATION_KEY.get() is None  # keyed() leaves the caller's context alone
