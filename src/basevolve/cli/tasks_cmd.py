@@ -136,9 +136,7 @@ def directory_details(task: Any) -> dict[str, Any]:
         "stages": list(st.stages),
         "timeout_s": st.timeout_s,
         "evaluator_args": sorted(st.evaluator_args),
-        "language": task.language,  # issue 31, item 2
-        "initial_file": d.initial_file,
-        "file_suffix": getattr(task, "file_suffix", ".py"),
+        "language": task.language, "initial_file": d.initial_file,  # issue 31, item 2
         "system_message_from": ("config.yaml prompt.system_message"
                                 if task.config_system_message else "basevolve's default"),
     }
@@ -216,12 +214,9 @@ def _show_directory(d: dict[str, Any]) -> None:
     print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
           f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
           "per file, no network")
-    if x["language"] != "python":
-        print(f"language        {x['language']} ({x['initial_file']}; the evaluator builds "
-              "and runs it with the host's toolchains, read-only in the sandbox)")
-    else:
-        print(f"entry function  {d['entry']}() -- the program's main function (first def of "
-              "the EVOLVE block); it picks the program out of an LLM reply")
+    print(f"language        {x['language']} ({x['initial_file']}; the host's toolchains build it)"
+          if x["language"] != "python" else f"entry function  {d['entry']}() -- the program's "
+          "main function (first def of the EVOLVE block); it picks the program out of a reply")
     print(f"system message  from {x['system_message_from']}")
     print(f"files           {len(x['files'])} sent to each evaluation's sandbox "
           f"({x['total_bytes']:,} bytes):")
@@ -299,14 +294,12 @@ async def _evaluate_all(
     task: Task, sources: list[tuple[str, str]], timeout: float, emit: Any, *, strict: bool
 ) -> None:
     try:
-        from basevolve.sandbox import SandboxPool
+        from basevolve.engine.evaluator import open_pool  # toolchains (issue 31)
     except ImportError as exc:  # pragma: no cover - only while the sandbox is missing
         raise SandboxError(f"the sandbox is not available ({exc}); reinstall basevolve") from None
 
     workers = max(1, min(len(sources), os.cpu_count() or 1))
-    from basevolve.engine.evaluator import sandbox_config  # toolchains (issue 31)
-
-    with SandboxPool(sandbox_config(task, workers=workers, isolation="auto")) as pool:
+    with open_pool(task, workers=workers, isolation="auto") as pool:
         one = _one if task.evaluation == "entry" else _called
         jobs = [
             asyncio.ensure_future(one(pool, task, name, code, timeout)) for name, code in sources

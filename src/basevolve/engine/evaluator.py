@@ -43,6 +43,13 @@ def sandbox_config(task: Task, cfg: Any | None = None, **limits: Any) -> Any:
     return SandboxConfig(toolchains=toolchains, env=env, data_dir=data, **limits)
 
 
+def open_pool(task: Task, **limits: Any) -> Any:
+    """A started sandbox pool for ``task`` outside a run (``basevolve evaluate``)."""
+    from basevolve.sandbox import SandboxPool
+
+    return SandboxPool(sandbox_config(task, **limits))
+
+
 def needs_own_pool(task: Task, cfg: Any) -> bool:
     """Whether a run cannot share a plain pool (it passes toolchains, variables or data)."""
     return sandbox_config(task, cfg) != sandbox_config(task)
