@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from basevolve.errors import ConfigError
+from basevolve.passenv import check_data, check_env
 
 PULL_MODES = ("call", "generation")
 #: Largest accepted budget C.  Why a bound at all: C sizes per-call bookkeeping and the
@@ -208,6 +209,11 @@ class RunConfig:
     models: tuple[dict[str, Any], ...] = ()  # --model NAME,key=value (repeated)
     model_allocator: str | None = None  # --model-allocator: a bandit over models (None: weights)
     model_reward: str = "improvement"  # --model-reward (engine/models.py MODEL_REWARDS)
+    # into the sandbox (issue 31, item 6; passenv.py): --env values, --env-secret names
+    # (values never stored), --data folder
+    env: dict[str, str] = field(default_factory=dict)
+    env_secret: tuple[str, ...] = ()
+    data: str | None = None
 
     def __post_init__(self) -> None:
         self._check_cost_budget()
@@ -271,6 +277,9 @@ class RunConfig:
                 f"got {self.arm_in_flight!r}")
         self._check_deterministic()
         self._check_models()
+        check_env(self.env, self.env_secret)
+        object.__setattr__(self, "env_secret", tuple(self.env_secret))
+        check_data(self.data)
         from basevolve.protocols import PROTOCOLS  # late: protocols import tasks, not config
 
         params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)

@@ -134,11 +134,11 @@ class _CrashingPool:
     def __init__(self, pool, crash_at: int) -> None:
         self.pool, self.crash_at, self.n = pool, crash_at, 0
 
-    async def arun(self, code, entry, timeout_s):
+    async def arun(self, code, entry, timeout_s, seed=None):
         self.n += 1
         if self.n == self.crash_at:
             raise RuntimeError("simulated crash during evaluation")
-        return await self.pool.arun(code, entry, timeout_s=timeout_s)
+        return await self.pool.arun(code, entry, timeout_s=timeout_s, seed=seed)
 
 
 @pytest.mark.parametrize("max_in_flight", [1, 4])

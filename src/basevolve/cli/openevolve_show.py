@@ -39,6 +39,7 @@ def directory_details(task: Any) -> dict[str, Any]:
         # issue 31: which files play which part, and what of the config a run applies
         "program": named.label(named.program), "evaluator": named.evaluator_name,
         "config": named.label(named.config) or None,
+        "language": task.language, "initial_file": d.initial_file,  # issue 31, item 2
         "max_code_length": opt.max_code_length,
         "diff_based_evolution": opt.diff_based_evolution,
         "include_artifacts": opt.include_artifacts,
@@ -47,7 +48,6 @@ def directory_details(task: Any) -> dict[str, Any]:
         "not_applied": list(opt.not_applied),
         "warnings": [w for w in (opt.warning(), *st.notes) if w],
     }
-
 
 
 def show_directory(d: dict[str, Any]) -> None:
@@ -74,8 +74,12 @@ def show_directory(d: dict[str, Any]) -> None:
     print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
           f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
           "per file, no network")
-    print(f"entry function  {d['entry']}() -- the program's main function (first def of the "
-          "EVOLVE block); it picks the program out of an LLM reply")
+    if x["language"] != "python":
+        print(f"language        {x['language']} ({x['initial_file']}; the host's toolchains "
+              "build it)")
+    else:
+        print(f"entry function  {d['entry']}() -- the program's main function (first def of "
+              "the EVOLVE block); it picks the program out of an LLM reply")
     print(f"system message  from {x['system_message_from']}")
     seed = x["random_seed"]
     print(f"run settings    max_code_length {x['max_code_length']:,} (longer children refused); "

@@ -130,6 +130,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(timeout, dropped connection): worst = prompt + max tokens, none = 0; "
                         "attempts that never reached a server (refused, DNS, TLS) cost 0 "
                         "(default: %(default)s)")
+    # what the sandbox gets of the host (issue 31, item 6; basevolve.passenv)
+    p.add_argument("--env", action="append", metavar="NAME[=VALUE]", default=None,
+                   help="pass a variable into the sandbox (value from your environment when "
+                        "not given); stored with the run; repeatable")
+    p.add_argument("--env-secret", action="append", metavar="NAME", default=None,
+                   help="pass a variable whose name looks secret (KEY/TOKEN/SECRET/PASSWORD) "
+                        "from your environment; its value is never stored (export it again "
+                        "for --resume); repeatable")
+    p.add_argument("--data", metavar="DIR",
+                   help="mount DIR read-only in the sandbox at /data ($BASEVOLVE_DATA)")
     p.add_argument("--out", type=Path, help="output folder (default basevolve-out/RUN_ID)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stored run to its budget")
     p.add_argument("--allow-task-change", action="store_true",
@@ -192,7 +202,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=task_params,
         count_eval_calls=args.count_eval_calls, feedback=args.feedback or "none",
-        deterministic=args.deterministic, window=args.window)
+        deterministic=args.deterministic, window=args.window, **_passthrough(args))
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}
@@ -211,6 +221,15 @@ def _config(args: argparse.Namespace) -> RunConfig:
     # an OpenEvolve directory's run settings, where the user gave none (issue 31)
     given = {f for f in ("seed", "feedback") if getattr(args, f) is not None}
     return configure_run(cfg, given, say, task_obj)
+
+
+def _passthrough(args: argparse.Namespace) -> dict[str, Any]:
+    """``--env`` / ``--env-secret`` / ``--data`` as RunConfig fields (basevolve.passenv)."""
+    from basevolve.passenv import data_dir, parse_env
+
+    env, secrets = parse_env(args.env, args.env_secret)
+    return {"env": env, "env_secret": secrets,
+            "data": None if args.data is None else data_dir(args.data)}
 
 
 def model_args(given: list[str] | None) -> tuple[tuple[str, ...], str | None]:
@@ -234,7 +253,8 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "budget_usd",
                 "protocol", "allocator", "arms",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
-                "feedback", "deterministic", "window", "program", "evaluator", "config")
+                "feedback", "deterministic", "window", "program", "evaluator", "config",
+                "env", "env_secret", "data")
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

@@ -242,12 +242,12 @@ async def _evaluate_all(
     task: Task, sources: list[tuple[str, str]], timeout: float, emit: Any, *, strict: bool
 ) -> None:
     try:
-        from basevolve.sandbox import SandboxConfig, SandboxPool
+        from basevolve.engine.evaluator import open_pool  # toolchains (issue 31)
     except ImportError as exc:  # pragma: no cover - only while the sandbox is missing
         raise SandboxError(f"the sandbox is not available ({exc}); reinstall basevolve") from None
 
     workers = max(1, min(len(sources), os.cpu_count() or 1))
-    with SandboxPool(SandboxConfig(workers=workers, isolation="auto")) as pool:
+    with open_pool(task, workers=workers, isolation="auto") as pool:
         one = _one if task.evaluation == "entry" else _called
         jobs = [
             asyncio.ensure_future(one(pool, task, name, code, timeout)) for name, code in sources

@@ -65,6 +65,7 @@ from basevolve.config import RunConfig
 from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_worst_case
 from basevolve.engine.credit import Credit
 from basevolve.engine.decisions import Decisions, Issue
+from basevolve.engine.eval_seeds import keyed
 from basevolve.engine.followups import (
     declared_followups,
     release_followups,
@@ -342,7 +343,7 @@ class Engine(Decisions):
                             error=error or "no program in the reply")
             self.order.deliver(job, partial(self._record_child, job, None, ev))
         else:
-            self.evals[asyncio.ensure_future(self.evaluator.evaluate(code))] = (job, code)
+            self.evals[keyed(job.key, partial(self.evaluator.evaluate, code))] = (job, code)
 
     # ---------------------------------------------------------------- children
     def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from basevolve.engine.eval_seeds import EvaluationSeeds
 from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.base import Task
@@ -23,19 +24,51 @@ log = logging.getLogger("basevolve.tasks")
 MAX_SANDBOX_FAILURES_IN_ROW = 3
 
 
-def start_pool(task: Task) -> Any | None:
+def sandbox_config(task: Task, cfg: Any | None = None, **limits: Any) -> Any:
+    """The sandbox settings a run of ``task`` needs (issue 31, items 2 and 6).
+
+    A program in another language than Python sees the host's toolchains read-only
+    (:mod:`basevolve.sandbox.passthrough`); the run's ``--env`` / ``--env-secret``
+    variables and ``--data`` folder are resolved here, at the start and at every resume
+    (a secret not exported, a folder gone: one ConfigError line).
+    """
+    from basevolve.passenv import resolve
+    from basevolve.sandbox import SandboxConfig
+
+    env: tuple[tuple[str, str], ...] = ()
+    data = None
+    if cfg is not None:
+        env, data = resolve(cfg.env, cfg.env_secret, cfg.data, cfg.run_id)
+    toolchains = getattr(task, "language", "python") not in ("python", "text")
+    return SandboxConfig(toolchains=toolchains, env=env, data_dir=data, **limits)
+
+
+def open_pool(task: Task, **limits: Any) -> Any:
+    """A started sandbox pool for ``task`` outside a run (``basevolve evaluate``)."""
+    from basevolve.sandbox import SandboxPool
+
+    return SandboxPool(sandbox_config(task, **limits))
+
+
+def needs_own_pool(task: Task, cfg: Any) -> bool:
+    """Whether a run cannot share a plain pool (it passes toolchains, variables or data)."""
+    return sandbox_config(task, cfg) != sandbox_config(task)
+
+
+def start_pool(task: Task, cfg: Any | None = None) -> Any | None:
     """A sandbox pool for ``task``, starting in the background (None for a text task).
 
     Why start it before the run row is written: its workers import numpy/scipy (~0.5 s on
     two cores) and the first calls wait for the initial program's score, so the start-up
     overlaps building the client, probing the endpoint and writing the store instead of
     following them (:class:`basevolve.sandbox.SandboxPool`, ``background=True``).
+    ``cfg``: the run's config (its ``--env`` / ``--data``; :func:`sandbox_config`).
     """
     if getattr(task, "artifact", "program") != "program":
         return None
     from basevolve.sandbox import SandboxPool
 
-    return SandboxPool(background=True)
+    return SandboxPool(sandbox_config(task, cfg), background=True)
 
 
 class SandboxEvaluator:
@@ -49,8 +82,11 @@ class SandboxEvaluator:
 
     def __init__(self, task: Task, pool: Any | None = None,
                  scorer_log: Path | None = None,
-                 notify: Callable[[str], None] | None = None) -> None:
+                 notify: Callable[[str], None] | None = None,
+                 seed: int | None = None) -> None:
         self.task = task
+        # random and numpy.random of each evaluation: run seed + identity (issue 31, item 8)
+        self.seeds = EvaluationSeeds(seed)
         self._pool = pool
         self._owns_pool = pool is None
         self._failures_in_row = 0
@@ -88,7 +124,8 @@ class SandboxEvaluator:
         after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row the run fails cleanly (resumable).
         """
         try:
-            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
+            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s,
+                                          seed=self.seeds.next(code))
         except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
             # else (a bug, a crash) propagates and the run stays resumable
             return self.sandbox_failure(exc)

@@ -41,12 +41,15 @@ class FunctionEvaluator(SandboxEvaluator):
             self._threads = ThreadPoolExecutor(self.pool.workers, thread_name_prefix="evaluator")
         errors_before = self.scorer.in_row
         loop = asyncio.get_running_loop()
-        evaluation = await loop.run_in_executor(self._threads, self.evaluate_sync, code)
+        seed = self.seeds.next(code)  # on the loop: the counts follow the evaluations' order
+        evaluation = await loop.run_in_executor(self._threads, self.evaluate_sync, code, None,
+                                                seed)
         if self.scorer.in_row > errors_before:
             self.notify(str(evaluation.error))
         return evaluation
 
-    def evaluate_sync(self, code: str, timeout_s: float | None = None) -> Evaluation:
+    def evaluate_sync(self, code: str, timeout_s: float | None = None,
+                      seed: int | None = None) -> Evaluation:
         """Open a session, let the task score the program, close it (blocking).
 
         ``timeout_s`` overrides the task's limit (``basevolve evaluate --timeout``); what
@@ -55,7 +58,7 @@ class FunctionEvaluator(SandboxEvaluator):
         total, per_call = self.limits(timeout_s)
         try:
             with self.pool.session(self.session_code(code), timeout_s=total,
-                                   call_timeout_s=per_call) as program:
+                                   call_timeout_s=per_call, seed=seed) as program:
                 if not program.alive:
                     evaluation = not_imported(program, self.trust)
                 else:

@@ -23,7 +23,7 @@ from basevolve.config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_REQUEST_TIMEOUT_S, 
 from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.core import Engine
 from basevolve.engine.endpoints import load_model, probe_endpoint
-from basevolve.engine.evaluator import start_pool
+from basevolve.engine.evaluator import needs_own_pool, start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs
@@ -112,7 +112,9 @@ def _prepared(cfg: RunConfig, notify: Notify = _quiet, task: Any | None = None,
     task = load_task(cfg.task, cfg.task_params) if task is None else task
     ALLOCATORS.get(cfg.allocator)
     PROTOCOLS.get(cfg.protocol)
-    own = start_pool(task) if shared_pool is None else None
+    if shared_pool is not None and needs_own_pool(task, cfg):
+        shared_pool = None  # toolchains, --env or --data: a pool of the run's own (issue 31)
+    own = start_pool(task, cfg) if shared_pool is None else None
     try:
         settings = llm_settings(cfg)
         client = make_client(cfg.model, cfg.base_url, params=cfg.params, settings=settings)
@@ -138,7 +140,7 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
     """
     if answers is None:
         log = None if store is None else Path(f"{store.path}.scorer-errors.log")
-        return evaluator_for(task, pool, scorer_log=log, notify=notify)
+        return evaluator_for(task, pool, scorer_log=log, notify=notify, seed=cfg.seed)
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     evaluator = text_evaluator(task, answers, CHARGE_UNANSWERED[cfg.charge_unanswered])

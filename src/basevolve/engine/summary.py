@@ -86,7 +86,8 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
     if out_dir is None or code is None:
         return {"best_program": None, "picture": None}
     text = getattr(task, "artifact", "program") == "text"
-    program = out_dir / ("best_prompt.txt" if text else "best_program.py")
+    suffix = getattr(task, "file_suffix", ".py")  # best_program.rs (issue 31, item 2)
+    program = out_dir / ("best_prompt.txt" if text else f"best_program{suffix}")
     try:  # an unwritable folder must not turn a finished run into a traceback
         out_dir.mkdir(parents=True, exist_ok=True)
         program.write_text(code)

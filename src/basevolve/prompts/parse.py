@@ -30,6 +30,8 @@ import textwrap
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from basevolve.languages import fence_tags
+
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 _CODE_START = re.compile(r"^(import |from \S+ import |def |async def |class |@|#!|# |\"\"\"|''')")
@@ -186,7 +188,8 @@ def _looks_like_code(code: str) -> bool:
 
 def _is_python_tag(info: str, language: str) -> bool:
     tag = re.split(r"[\s:{,]", info, maxsplit=1)[0]  # "python title=x", "python:main.py"
-    return tag == "" or tag == language.lower() or (language == "python" and tag in _PY_TAGS)
+    return (tag == "" or tag == language.lower() or (language == "python" and tag in _PY_TAGS)
+            or tag.lower() in fence_tags(language))  # ```c++ for cpp, ```R for r (issue 31)
 
 
 def _choose(codes: list[str], entry: str | None) -> tuple[str, bool]:

@@ -191,6 +191,7 @@ def child_main(
     req = json.loads(raw)
     if req.get("op") != "open":  # a call session keeps reading its calls from it
         os.close(REQUEST_FD)
+    sys.modules["_basevolve_sandbox_prepare"].prepare(req, workdir)  # env, fresh seeds
     apply_limits(req["limits"])
     uid, gid = cfg.get("uid"), cfg.get("gid")
     if uid is not None:

@@ -66,6 +66,7 @@ _child = load_sibling("_child")
 _procs = load_sibling("_procs")
 _guard = load_sibling("_guard")
 _memwatch = load_sibling("_memwatch")
+_prepare = load_sibling("_prepare")
 _session = load_sibling("_session")
 child_main, read_frame, write_frame = _child.child_main, _child.read_frame, _child.write_frame
 fresh_workdir, finish_child, alone = _procs.fresh_workdir, _procs.finish_child, _procs.alone

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from basevolve.errors import ConfigError
@@ -59,6 +59,10 @@ class SandboxConfig:
     preload: tuple[str, ...] = DEFAULT_PRELOAD
     startup_timeout_s: float = 120.0
     uid_base: int = 910_000
+    # issue 31 (passthrough.py): the host's PATH toolchains read-only, variables, a data dir
+    toolchains: bool = False
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold secrets
+    data_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -89,6 +93,15 @@ class SandboxConfig:
             raise ConfigError(
                 f"SandboxConfig.isolation={self.isolation!r} is unknown; choose one of {choices}"
             )
+        for name, value in self.env:
+            if not (isinstance(name, str) and name and "=" not in name and "\0" not in name
+                    and isinstance(value, str) and "\0" not in value):
+                raise ConfigError(f"SandboxConfig.env entry {name!r} must be a NAME (no '=')"
+                                  " and a text value")
+        if self.data_dir is not None and not (
+                os.path.isabs(self.data_dir) and os.path.isdir(self.data_dir)):
+            raise ConfigError(f"SandboxConfig.data_dir={self.data_dir!r} must be the absolute"
+                              " path of an existing directory")
         if not (math.isfinite(self.startup_timeout_s) and self.startup_timeout_s > 0):
             raise ConfigError(
                 f"SandboxConfig.startup_timeout_s={self.startup_timeout_s!r} must be > 0"

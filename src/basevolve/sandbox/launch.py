@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from basevolve.records import Isolation
-from basevolve.sandbox import seccomp
+from basevolve.sandbox import passthrough, seccomp
 from basevolve.sandbox.config import SandboxConfig
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 LAUNCH_SCRIPT = Path(__file__).with_name("_launch.py")
 # Loaded by the worker from its own directory (``_worker.load_sibling``).
 SIBLING_SCRIPTS = tuple(Path(__file__).with_name(n) for n in (
-    "_child.py", "_procs.py", "_session.py", "_guard.py", "_memwatch.py"))
+    "_child.py", "_procs.py", "_session.py", "_guard.py", "_memwatch.py", "_prepare.py"))
 SANDBOX_DIR = "/opt/basevolve"
 SANDBOX_WORKER_PATH = f"{SANDBOX_DIR}/_worker.py"
 SANDBOX_HOSTNAME = "sandbox"
@@ -186,14 +186,15 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
         "/etc",
     ]
     made: set[str] = set()
-    for root in _python_roots():
-        for parent in reversed(Path(root).parents):
+    binds = [(root, root) for root in _python_roots()] + list(passthrough.read_binds(cfg))
+    for dest, src in binds:
+        for parent in reversed(Path(dest).parents):
             p = str(parent)
             if p not in ("/", "/usr") and p not in made and not p.startswith("/usr/"):
                 made.add(p)
                 argv += ["--perms", "0755", "--dir", p]  # host /root is 0700: open the path only
-        argv += ["--ro-bind", root, root]
-        made.add(root)
+        argv += ["--ro-bind", src, dest]
+        made.add(dest)
     for name in ("ld.so.cache", "ld.so.conf", "localtime"):
         if os.path.exists(f"/etc/{name}"):
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -221,10 +222,11 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
     return argv
 
 
-def _landlock_rules() -> dict[str, list[str]]:
+def _landlock_rules(cfg: SandboxConfig) -> dict[str, list[str]]:
     """What a fallback program may read (Landlock, ``_guard.py``); it writes only its dir."""
     read = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-            "/sys/devices/system/cpu", *_python_roots()]
+            "/sys/devices/system/cpu", *_python_roots(),
+            *passthrough.read_paths(cfg)]
     return {
         "read": read,
         "read_files": ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"],
@@ -291,7 +293,7 @@ def make_launch(
         worker_cfg.update(work_root=str(work_root), unshare_net=root)
         abi = landlock_abi()
         if abi:
-            worker_cfg["landlock"] = _landlock_rules()
+            worker_cfg["landlock"] = _landlock_rules(cfg)
             guards.append(f"landlock-abi{abi}")
         guards += ["detached", "net-namespace" if root else "net-seccomp"]
         inner = [sys.executable, "-I", "-B", str(WORKER_SCRIPT), json.dumps(worker_cfg)]

@@ -47,6 +47,7 @@ from basevolve.sandbox.codec import interpret
 from basevolve.sandbox.config import MAX_TIMEOUT_S, IsolationMode, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 from basevolve.sandbox.launch import bwrap_path, make_launch
+from basevolve.sandbox.passthrough import request_env
 from basevolve.sandbox.session import ProgramSession
 from basevolve.sandbox.uids import UidLease
 
@@ -228,8 +229,12 @@ class SandboxPool:
         return isolation
 
     # ------------------------------------------------------------------ evaluation
-    def run(self, code: str, entry: str, timeout_s: float) -> ExecResult:
-        """Evaluate ``code`` and call ``entry()``; blocking and thread-safe."""
+    def run(self, code: str, entry: str, timeout_s: float, *,
+            seed: int | None = None) -> ExecResult:
+        """Evaluate ``code`` and call ``entry()``; blocking and thread-safe.
+
+        ``seed``: ``random`` and ``numpy.random`` start from it (None: from the operating
+        system, as in a fresh process; ``_prepare.py``)."""
         if not isinstance(code, str) or not isinstance(entry, str) or not entry.isidentifier():
             raise ConfigError(
                 f"SandboxPool.run needs code: str and an identifier entry, got entry={entry!r}"
@@ -241,13 +246,13 @@ class SandboxPool:
             )
         handle = self._acquire("run")
         try:
-            return self._evaluate(handle, code, entry, float(timeout_s))
+            return self._evaluate(handle, code, entry, float(timeout_s), seed)
         finally:
             self._release(handle)
 
     @contextmanager
-    def session(self, code: str, *, timeout_s: float,
-                call_timeout_s: float | None = None) -> Iterator[ProgramSession]:
+    def session(self, code: str, *, timeout_s: float, call_timeout_s: float | None = None,
+                seed: int | None = None) -> Iterator[ProgramSession]:
         """Import ``code`` once in a worker and let trusted code call its functions.
 
         ``timeout_s`` bounds the import and every call together; ``call_timeout_s`` is a
@@ -258,7 +263,7 @@ class SandboxPool:
         handle = self._acquire("session")
         try:
             program = ProgramSession(handle, self.config, code, timeout_s=timeout_s,
-                                     call_timeout_s=call_timeout_s)
+                                     call_timeout_s=call_timeout_s, seed=seed)
             try:
                 program.open()
                 yield program
@@ -288,17 +293,22 @@ class SandboxPool:
             raise
         return handle
 
-    async def arun(self, code: str, entry: str, timeout_s: float) -> ExecResult:
+    async def arun(self, code: str, entry: str, timeout_s: float, *,
+                   seed: int | None = None) -> ExecResult:
         """Asyncio version of :meth:`run`; up to ``workers`` evaluations overlap."""
         if self._closed:
             raise SandboxError("SandboxPool.arun called on a closed pool; create a new SandboxPool")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(self.run, code, entry, timeout_s))
+        return await loop.run_in_executor(self._executor, partial(self.run, code, entry, timeout_s,
+                                                                  seed=seed))
 
     def _evaluate(
-        self, handle: WorkerHandle, code: str, entry: str, timeout_s: float
+        self, handle: WorkerHandle, code: str, entry: str, timeout_s: float,
+        seed: int | None = None,
     ) -> ExecResult:
         request = {
+            "env": request_env(self.config, handle.isolation),
+            "seed": seed,
             "code": code,
             "entry": entry,
             "timeout_s": timeout_s,

@@ -52,6 +52,7 @@ from basevolve.sandbox.codec import (
 )
 from basevolve.sandbox.config import MAX_TIMEOUT_S, SandboxConfig
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
+from basevolve.sandbox.passthrough import request_env
 
 BACKSTOP_GRACE_S = 10.0  # the worker kills at the call's limit; this only catches a wedged worker
 IMPORT = "<import>"  # the ``fn`` of the CallResult that reports the import
@@ -81,7 +82,8 @@ class ProgramSession:
     """
 
     def __init__(self, handle: WorkerHandle, config: SandboxConfig, code: str, *,
-                 timeout_s: float, call_timeout_s: float | None = None) -> None:
+                 timeout_s: float, call_timeout_s: float | None = None,
+                 seed: int | None = None) -> None:
         if not isinstance(code, str):
             raise TaskError(f"the program must be source text (str), got {type(code).__name__}")
         for name, value in (("timeout_s", timeout_s), ("call_timeout_s", call_timeout_s)):
@@ -91,7 +93,7 @@ class ProgramSession:
                     0 < value <= MAX_TIMEOUT_S):
                 raise TaskError(f"session {name}={value!r} must be a number of seconds > 0 and"
                                 f" at most {MAX_TIMEOUT_S:g}")
-        self._handle, self._config, self._code = handle, config, code
+        self._handle, self._config, self._code, self._seed = handle, config, code, seed
         self.timeout_s = float(timeout_s)
         self.call_timeout_s = float(call_timeout_s or timeout_s)
         self.isolation: Isolation = handle.isolation
@@ -138,6 +140,7 @@ class ProgramSession:
                 return self.imported
             limit = max(self.remaining_s, 1e-3)
             request = {"op": "open", "code": self._code, "timeout_s": limit,
+                       "env": request_env(self._config, self.isolation), "seed": self._seed,
                        "limits": self._config.rlimits(self.timeout_s),
                        "output_limit": self._config.output_limit_bytes,
                        "max_result_bytes": self._config.max_result_bytes}

@@ -49,6 +49,8 @@ from basevolve.tasks.openevolve_settings import (
     evaluator_settings,
     section,
 )
+from basevolve.tasks.program_language import SUFFIX, program_language
+from basevolve.tasks.program_language import system_message as language_system_message
 
 INITIAL_FILE, EVALUATOR_FILE, CONFIG_FILE = "initial_program.py", "evaluator.py", "config.yaml"
 MAX_TASK_BYTES = 8 * 1024 * 1024  # all files together (sent to every evaluation's sandbox)
@@ -74,6 +76,12 @@ class TaskDirectory:
     config: dict[str, Any]  # config.yaml as parsed ({} when absent)
     files: TaskFiles | None = None  # which files are program, evaluator, config
     outside: dict[str, str] = field(default_factory=dict)  # named files outside the folder
+
+    @property
+    def initial_file(self) -> str:
+        """How the initial program is named: its path in the directory, else absolute."""
+        files = self.files or find_files(self.path)
+        return files.label(files.program)
 
     @property
     def initial_text(self) -> str:
@@ -276,14 +284,17 @@ class OpenEvolveDirTask(Task):
         files = directory.files or find_files(path)
         cfg, program_name = files.config_name, files.label(files.program)
         initial = directory.initial_text
-        try:
-            entry = main_function(initial)
-        except RefusedText as exc:
-            raise _fail(path, f"{program_name} {exc}") from None
-        language = config.get("language")
-        if language not in (None, "python"):
-            raise _fail(path, f"{cfg}: language={language!r}; basevolve runs Python "
-                        "task directories only")
+        language, self.file_suffix = program_language(config, files.program.name)
+        if not SUFFIX.fullmatch(self.file_suffix):
+            raise _fail(path, f"{cfg}: file_suffix={self.file_suffix!r} must be a dot "
+                        "and up to 16 letters or digits, e.g. '.rs'")
+        self.language = language.name  # type: ignore[misc]  # prompts' fences, the parser
+        entry = None
+        if language.name == "python":
+            try:
+                entry = main_function(initial)
+            except RefusedText as exc:
+                raise _fail(path, f"{program_name} {exc}") from None
         evaluator = files.evaluator_name
         functions = evaluator_functions(path, directory.text_files[evaluator], evaluator)
         self.settings = evaluator_settings(path, config, functions, cfg, evaluator)
@@ -292,7 +303,9 @@ class OpenEvolveDirTask(Task):
         if prompt is not None and not isinstance(prompt, str):
             raise _fail(path, f"{cfg}: prompt.system_message must be text")
         self.config_system_message = prompt not in (None, "", OPENEVOLVE_DEFAULT_MESSAGE)
-        self._system_message = str(prompt) if self.config_system_message else DEFAULT_SYSTEM_MESSAGE
+        default = (DEFAULT_SYSTEM_MESSAGE if language.name == "python"
+                   else language_system_message(language))
+        self._system_message = str(prompt) if self.config_system_message else default
         self._initial_program = initial
         description = section(path, config, "basevolve", cfg).get("description")
         self.name = task_name(path, config, cfg)  # type: ignore[misc]

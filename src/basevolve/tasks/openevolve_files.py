@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import ConfigError, TaskError
+from basevolve.tasks.program_language import initial_file
 
 DEFAULT_PROGRAM = "initial_program.py"
 DEFAULT_EVALUATOR = "evaluator.py"
@@ -119,16 +120,25 @@ def find_files(directory: Path, *, program: str | Path | None = None,
                evaluator: str | Path | None = None, config: str | Path | None = None
                ) -> TaskFiles:
     """The program, evaluator and config of ``directory`` (see the module docstring)."""
+    if config is not None:
+        config_path: Path | None = _named(directory, "config", config)
+    else:
+        config_path = next((directory / n for n in DEFAULT_CONFIGS
+                            if (directory / n).exists()), None)
     evaluator_path = (directory / DEFAULT_EVALUATOR if evaluator is None
                       else _named(directory, "evaluator", evaluator))
     if program is not None:
         program_path = _named(directory, "program", program)
     else:
-        program_path = directory / DEFAULT_PROGRAM
+        # initial_program<file_suffix> of the config, else the one initial_program.*
+        # (issue 31, item 2: programs in other languages)
+        default = initial_file(directory, config_path)
+        program_path = directory / default
         if not program_path.is_file():
-            found = [n for n in _candidates(directory, ".py", {evaluator_path.name})
+            found = [n for n in _candidates(directory, Path(default).suffix,
+                                            {evaluator_path.name})
                      if "prog" in n.lower() or "init" in n.lower()]
-            raise _fail(directory, f"no initial program: looked for {DEFAULT_PROGRAM}; name "
+            raise _fail(directory, f"no initial program: looked for {default}; name "
                         f"yours with --program FILE{_hint(found, '--program')}")
     if evaluator is not None:
         try:
@@ -143,11 +153,6 @@ def find_files(directory: Path, *, program: str | Path | None = None,
         found = [n for n in found if "eval" in n.lower()] or found
         raise _fail(directory, f"no evaluator: looked for {DEFAULT_EVALUATOR}; name "
                     f"yours with --evaluator FILE{_hint(found, '--evaluator')}")
-    if config is not None:
-        config_path: Path | None = _named(directory, "config", config)
-    else:
-        config_path = next((directory / n for n in DEFAULT_CONFIGS
-                            if (directory / n).exists()), None)
     return TaskFiles(directory, program_path, evaluator_path, config_path)
 
 

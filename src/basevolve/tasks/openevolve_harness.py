@@ -109,9 +109,11 @@ def _write(root: str, rel: str, data: bytes) -> None:
 
 
 def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str,
-          evaluator: str = EVALUATOR_FILE) -> dict:
+          evaluator: str = EVALUATOR_FILE, suffix: str = ".py") -> dict:
     """Write the task directory's copy and the candidate, import the evaluator
     (``evaluator``: its path inside the directory, e.g. ``evaluator_stub.py``; issue 31).
+
+    The candidate keeps its language's ``suffix`` (``program.rs``: issue 31, item 2).
 
     Returns ``{"functions": [...], "openevolve": "installed" | "stand-in"}``: which of
     ``evaluate`` / ``evaluate_stage1..3`` the imported evaluator defines.
@@ -123,7 +125,10 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str
         _write(task_dir, rel, text.encode("utf-8"))
     for rel, encoded in binary_files.items():
         _write(task_dir, rel, base64.b64decode(encoded))
-    program_path = os.path.join(work, CANDIDATE)
+    if not (suffix.startswith(".") and suffix[1:].replace("_", "").replace("-", "")
+            .replace("+", "").isalnum() and len(suffix) <= 17):
+        raise ValueError(f"refusing the file suffix {suffix!r}")
+    program_path = os.path.join(work, os.path.splitext(CANDIDATE)[0] + suffix)
     os.makedirs(os.path.dirname(program_path), exist_ok=True)
     with open(program_path, "w", encoding="utf-8") as fh:
         fh.write(program)
