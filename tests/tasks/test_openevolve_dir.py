@@ -167,9 +167,10 @@ BAD = [
     ("bad suffix", lambda d: (d / "config.yaml").write_text("file_suffix: .py/x\n"),
      "file_suffix='.py/x' must be a dot"),
     # a suffix is never a path: the host file it points at is never read as the program
-    ("suffix path", lambda d: ((d / "config.yaml").write_text("file_suffix: /../secret.txt\n"),
-                               (d.parent / "secret.txt").write_text("host secret")),
-     "file_suffix='/../secret.txt' must be a dot"),
+    ("suffix path", lambda d: ((d / "config.yaml").write_text(
+        "file_suffix: /../../secret.txt\n"), (d / "initial_program").mkdir(),
+        (d.parent / "secret.txt").write_text("host secret")),
+     "file_suffix='/../../secret.txt' must be a dot"),
     ("binary evaluator", lambda d: (d / "evaluator.py").write_bytes(b"\xff\xfe"),
      "evaluator.py is not UTF-8 text"),
     ("too large", lambda d: (d / "big.bin").write_bytes(b"\0" * (MAX_TASK_BYTES + 1)),
