@@ -25,6 +25,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from basevolve.cli.signals import sigterm_as_interrupt
 from basevolve.errors import BasevolveError
 from basevolve.terminal import clean, install_clean_logging
 
@@ -126,6 +127,11 @@ def main(argv: Sequence[str] | None = None, *,
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    with sigterm_as_interrupt():
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit
