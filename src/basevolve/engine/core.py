@@ -270,9 +270,9 @@ class Engine(Decisions):
             self.order.opened(job)
             pull.owed += declared_followups(proposal)  # engine/followups.py
         self.models.sent(arm)
-        coro = self.unsent.track(call_id, served.complete(
-            proposal.messages, temperature=self.cfg.temperature, top_p=self.cfg.top_p,
-            max_tokens=self.max_tokens, seed=seed))
+        coro = self.unsent.track(call_id, partial(
+            served.complete, proposal.messages, temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed))
         self.llm[asyncio.ensure_future(coro)] = job
         self._emit()  # "in flight" changed: the live display shows it at once
 

@@ -19,9 +19,9 @@ nobody wrapped needs no change.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -55,9 +55,10 @@ class UnsentCalls(set[int]):
     """The engine's calls not sent yet (ids): in the set from :meth:`track` until the
     call's task starts, and again while a wrapper makes it wait for its turn."""
 
-    def track(self, call_id: int, call: Awaitable[T]) -> Awaitable[T]:
-        """``call`` (a client's ``complete(...)``) reporting into this set; run it as
-        its own task."""
+    def track(self, call_id: int, call: Callable[[], Awaitable[T]]) -> Coroutine[Any, Any, T]:
+        """``call()`` (a client's ``complete(...)``) reporting into this set; run it as
+        its own task.  ``call`` is made only once the task starts: a task cancelled
+        before it started leaves no coroutine that was never awaited."""
         self.add(call_id)
 
         def report(sent: bool) -> None:
@@ -65,7 +66,7 @@ class UnsentCalls(set[int]):
 
         async def run() -> T:
             watch_sending(report)
-            return await call
+            return await call()
 
         return run()
 
