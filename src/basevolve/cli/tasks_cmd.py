@@ -26,6 +26,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--show", metavar="NAME",
                    help="a task name, the path of a task .py file or of an OpenEvolve task "
                         "directory")
-    p.add_argument("--json", action="store_true", help="one JSON object per task per line")
+    p.add_argument("--json", action="store_true", help="print one JSON list (one object per task)")
     p.set_defaults(func=cmd_tasks)
 
     e = subparsers.add_parser(
@@ -68,7 +69,8 @@ def register(subparsers: Any) -> None:
         help="wall-clock limit per program (default: the task's; for an OpenEvolve task "
         "directory: per evaluate/stage call)",
     )
-    e.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    e.add_argument("--json", action="store_true",
+                   help="print one JSON list (one object per file, in argument order)")
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -236,9 +238,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         }
         for name, cls in TASKS.items()
     ]
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
+    if args.json:  # one JSON document, as every --json (docs/running.md; issue 37)
+        print(json.dumps(rows))
         return 0
     width = max(len(r["name"]) for r in rows)
     entry_w = max(len(r["entry"]) for r in rows)
@@ -283,8 +284,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             sources.append((name, path.read_text(encoding="utf-8", errors="replace")))
         except OSError as exc:
             raise ConfigError(f"cannot read program file {name!r}: {exc.strerror}") from None
-    emit = _print_json if args.json else _TablePrinter(task, args.strict).row
+    records: list[dict[str, Any]] = []
+    emit = partial(_collect, records) if args.json else _TablePrinter(task, args.strict).row
     asyncio.run(_evaluate_all(task, sources, timeout, emit, strict=args.strict))
+    if args.json:  # one JSON document, as every --json (docs/running.md; issue 37)
+        print(json.dumps(records))
     return 0
 
 
@@ -364,8 +368,9 @@ def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
     }
 
 
-def _print_json(task: Task, outcome: _Outcome, strict: bool) -> None:
-    print(json.dumps(outcome_record(task, outcome, strict)), flush=True)
+def _collect(records: list[dict[str, Any]], task: Task, outcome: _Outcome,
+             strict: bool) -> None:
+    records.append(outcome_record(task, outcome, strict))
 
 
 class _TablePrinter:
