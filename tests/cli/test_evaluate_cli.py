@@ -197,3 +197,15 @@ def test_tasks_command(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["name", "entry", "timeout"]
     assert len(out.splitlines()) == 1 + len(rows)
+
+
+def test_syntax_error_names_the_users_file(tmp_path, capsys):
+    """Issue 37, item 8: the sandbox compiles every program as ``program.py``; the error
+    evaluate prints names the file the user passed (both the table and --json)."""
+    path = _write(tmp_path, "mine.py", "def construct_packing(:\n    pass\n")
+    assert main(["evaluate", "--task", "circle_packing", path, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert f"({path}, line 1)" in row["error"] and "program.py" not in row["error"]
+    assert main(["evaluate", "--task", "circle_packing", path]) == 0
+    out = capsys.readouterr().out
+    assert f"({path}, line 1)" in out and "program.py" not in out

@@ -24,6 +24,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -347,7 +348,8 @@ def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any
         "score": ev.strict_score if strict else ev.score,
         "valid": ev.strict_valid if strict else ev.valid,
         "metrics": _finite(ev.metrics),
-        "error": outcome.strict_error if strict else ev.error,
+        "error": _in_user_file(outcome.strict_error if strict else ev.error,
+                               outcome.program),
         "isolation": str(ev.isolation),
         "seconds": round(ev.seconds, 6),
         "strict_score": ev.strict_score,
@@ -358,6 +360,16 @@ def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any
         "trust": str(ev.trust),
         "artifacts": dict(ev.artifacts),
     }
+
+
+#: The name the sandbox compiles every program under (:mod:`basevolve.sandbox`).
+_SANDBOX_FILE = re.compile(r'(?<=\()program\.py(?=, line \d+\))|(?<=File ")program\.py(?=")')
+
+
+def _in_user_file(error: str | None, name: str) -> str | None:
+    """The error as the user's file would give it (issue 37, item 8): a syntax error
+    named the sandbox's ``program.py`` instead of the file passed to ``evaluate``."""
+    return None if error is None else _SANDBOX_FILE.sub(lambda _m: name, error)
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
