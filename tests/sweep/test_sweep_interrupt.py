@@ -54,7 +54,8 @@ def _wait_queued(srv: LLMTestServer, dbs: Any, timeout_s: float = 120.0) -> None
                          f"{_pending(dbs())} pending")
 
 
-def _check_charges(dbs: list[Path], sent: int) -> None:
+def _check_charges(dbs: list[Path], sent: int) -> int:
+    """Only the calls the server received are charged; the number of lost calls."""
     lost = [r for db in dbs for r in rows(
         db, "SELECT call_id, flops, status FROM calls WHERE status IN ('lost', 'pending')")]
     assert lost and all(r["status"] == "lost" for r in lost)  # nothing left pending
@@ -63,6 +64,7 @@ def _check_charges(dbs: list[Path], sent: int) -> None:
     assert len(charged) == sent, (len(charged), sent, len(lost))  # only the sent ones
     assert len(lost) > sent  # and calls were queued: they cost nothing
     assert all(r["flops"] == 0.0 for r in lost if r not in charged)
+    return len(lost)
 
 
 def test_interrupted_local_sweep_charges_only_sent_calls(tmp_path, sigint_handled):
@@ -85,10 +87,11 @@ def test_interrupted_local_sweep_charges_only_sent_calls(tmp_path, sigint_handle
         sent = len(srv.requests)
     err_text = err_path.read_text()
     assert proc.returncode == 130, err_text
-    _check_charges([db], sent)
+    lost = _check_charges([db], sent)
     # item 8: the interrupted sweep says how to continue and what the interrupt charged
     assert f"continue with `basevolve sweep {cfg} --store {db}`" in err_text, err_text
-    assert f"{sent} charged their worst case" in err_text, err_text
+    assert f"{lost} call(s) lost in flight, {sent} charged their worst case" in err_text
+    assert f"{lost - sent} never sent (charged 0)" in err_text, err_text
     assert "Traceback" not in err_text
 
 

@@ -172,10 +172,13 @@ def interrupted_words(store_path: str | Path, command: str, since: float = 0.0) 
             r = con.execute("SELECT count(*), coalesce(sum(flops > 0), 0), "
                             "coalesce(sum(flops), 0) FROM calls WHERE status='lost' "
                             "AND completed_at >= ?", (since,)).fetchone()
+            policies = {p for (p,) in con.execute(  # --charge-unanswered of the runs
+                "SELECT DISTINCT coalesce(json_extract(config_json, '$.charge_unanswered'), "
+                "'worst') FROM runs")}
         finally:
             con.close()
         words = lost_words({"calls_lost": r[0], "calls_lost_charged": r[1],
-                            "flops_lost": r[2]}, "worst" if r[1] else "none")
+                            "flops_lost": r[2]}, "none" if policies == {"none"} else "worst")
         if words:
             lines.append(f"basevolve: {words}")
     except sqlite3.Error:  # no store yet (interrupted while starting): nothing was charged
