@@ -11,6 +11,7 @@ recording apt-get first on PATH.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,3 +132,14 @@ def test_the_scripts_use_it_for_bubblewrap_and_chromium() -> None:
     assert "bash scripts/system_deps.sh bwrap:bubblewrap chromium:chromium" in test_sh
     assert "bash scripts/system_deps.sh bwrap:bubblewrap" in main_sh
     assert "scripts/installed.py" in test_sh and "scripts/installed.py" in main_sh
+
+
+def test_readme_names_every_extra_test_sh_installs():
+    """Issue 37, item 8: the README said test.sh installs dev, docs, local and
+    local-small, and left out ray."""
+    root = Path(__file__).resolve().parents[1]
+    script = (root / "scripts" / "test.sh").read_text()
+    extras = re.search(r"pip install -q -e '\.\[([^\]]+)\]'", script).group(1).split(",")
+    readme = (root / "README.md").read_text()
+    said = readme[readme.index("Set up and run the tests"):readme.index("bash scripts/test.sh")]
+    assert extras and all(f"`{e}`" in said for e in extras), (extras, said)

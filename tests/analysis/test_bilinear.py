@@ -201,3 +201,25 @@ def test_constant_fitness_has_no_spurious_fit_statistics(level: float) -> None:
     undefined = (fit.r2, fit.p_c, fit.m0_r2, fit.m2_r2, fit.m3_r2, fit.m4_r2)
     undefined += (fit.p_f_m0, fit.p_f_m2, fit.p_f_m3, fit.p_f_m4)
     assert all(math.isnan(x) for x in undefined), fit
+
+
+def test_fitness_set_by_the_budget_alone_gives_no_plateau_width() -> None:
+    """Issue 37, item 8: fitness that depends on C only is fitted exactly by a plane
+    (R^2 = 1) and c is float round-off (~1e-17); Eq. 7 turned that into a plateau
+    half-width of ~7e+07 log-T units.  The data support no curvature: c = 0 and the
+    width is NaN, as docs/analysis.md promises; the plateau still spans [1, C]."""
+    depth, breadth = [], []
+    for budget in (4, 8, 16):
+        t = 1
+        while t <= budget:
+            depth.append(t)
+            breadth.append(budget // t)
+            t *= 2
+    depth_a, breadth_a = np.array(depth), np.array(breadth)
+    v = 1.0 - np.exp(-0.3 - 0.01 * np.log(depth_a * breadth_a))
+    fit = fit_bilinear(depth_a, breadth_a, v, np.random.default_rng(0), shuffles=20)
+    assert fit.r2 == pytest.approx(1.0)
+    assert fit.c == 0.0
+    opt = optimal_depth(fit.a, fit.b, fit.c, 16)
+    assert math.isnan(opt.half_width)
+    assert (opt.t_low, opt.t_high) == (1.0, 16.0)

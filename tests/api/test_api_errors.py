@@ -79,15 +79,17 @@ def test_run_bad_input_matches_the_cli(tmp_path, capsys, flags, kwargs, error):
 
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"arms": "3"}, basevolve.ConfigError, "--arms must be an integer, got '3'"),
-    ({"max_tokens": 1.5}, basevolve.ConfigError, "--max-tokens must be an integer or None"),
-    ({"temperature": "hot"}, basevolve.ConfigError, "--temperature must be a number"),
+    ({"arms": "3"}, basevolve.ConfigError, "arms= must be an integer, got '3'"),
+    ({"max_tokens": 1.5}, basevolve.ConfigError, "max_tokens= must be an integer or None"),
+    ({"temperature": "hot"}, basevolve.ConfigError, "temperature= must be a number"),
     ({"count_failed_attempts": 1}, basevolve.ConfigError, "must be True or False"),
-    ({"budget": "4"}, basevolve.ConfigError, "--budget must be an integer >= 1"),
+    ({"budget": "4"}, basevolve.ConfigError, "budget= must be an integer, got '4'"),
+    ({"budget": "8", "depth": None}, basevolve.ConfigError, "^budget= must be an integer"),
+    ({"depth": "2"}, basevolve.ConfigError, "^depth= must be an integer or None, got '2'"),
     ({"bogus_option": 1}, basevolve.ConfigError, "unknown option 'bogus_option'"),
     ({"task": 42}, basevolve.TaskError, "task must be a task name"),
     ({"progress": "yes"}, basevolve.ConfigError, "progress must be True, False or a callable"),
-    ({"store": 3}, basevolve.ConfigError, "--store must be a file path"),
+    ({"store": 3}, basevolve.ConfigError, "store= must be a file path"),
 ])
 def test_python_only_mistakes_are_config_errors(tmp_path, kwargs, error, message):
     args = {"task": "min_max_distance", "budget": 4, "base_url": _closed_url(),
@@ -155,9 +157,9 @@ def test_analyze_bad_input_matches_the_cli(tmp_path, capsys):
     runs = pd.DataFrame({"task": ["t"], "model": ["m"]})
     with pytest.raises(basevolve.ConfigError, match="missing"):
         basevolve.analyze(runs=runs)
-    with pytest.raises(basevolve.ConfigError, match="--resamples must be an integer"):
+    with pytest.raises(basevolve.ConfigError, match="resamples= must be an integer"):
         basevolve.analyze(store=missing, resamples="many")
-    with pytest.raises(basevolve.ConfigError, match="--thresholds must be"):
+    with pytest.raises(basevolve.ConfigError, match="thresholds= must be"):
         basevolve.analyze(store=missing, thresholds="0.9")
-    with pytest.raises(basevolve.ConfigError, match="--store must be a file path"):
+    with pytest.raises(basevolve.ConfigError, match="store= must be a file path"):
         basevolve.analyze(store=runs)

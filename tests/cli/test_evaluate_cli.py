@@ -78,7 +78,8 @@ def test_hostile_programs_do_not_stop_the_others(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    (line,) = proc.stdout.splitlines()  # one JSON document (issue 37)
+    rows = json.loads(line)
     assert [r["program"] for r in rows] == order  # argument order kept
     for row in rows:
         assert FIELDS <= set(row) and row["task"] == "circle_packing"
@@ -111,7 +112,7 @@ def test_hostile_programs_do_not_stop_the_others(tmp_path):
 def test_initial_programs_of_the_other_tasks(tmp_path, capsys, task, low, high):
     path = _write(tmp_path, f"{task}.py", load_task(task).initial_program)
     assert main(["evaluate", "--task", task, path, "--json"]) == 0
-    (row,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (row,) = json.loads(capsys.readouterr().out)
     assert low <= row["score"] <= high
     if task == "heilbronn_triangle":
         assert not row["valid"] and "collinear or coincide" in row["error"]
@@ -124,7 +125,7 @@ def test_strict_flag_and_table_output(tmp_path, capsys):
     code = GRID_PACKING.replace("SHIFT", "5e-7").replace("REPORTED", "sum(r)")
     path = _write(tmp_path, "grid.py", code)
     assert main(["evaluate", "--task", "circle_packing", path, "--json", "--strict"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)
     assert row["score"] == 0.0 and row["valid"] is False and "overlap" in row["error"]
     assert row["reference_score"] == pytest.approx(2.0 / 2.635) and row["reference_valid"]
     assert main(["evaluate", "--task", "circle_packing", path]) == 0
@@ -153,7 +154,7 @@ def test_user_task_file_via_cli(tmp_path, capsys):
     )
     prog = _write(tmp_path, "p.py", "def solve():\n    return 0.25\n")
     assert main(["evaluate", "--task", task_file, prog, "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)
     assert row["task"] == "half" and row["score"] == 0.25 and row["metrics"] == {"value": 0.25}
 
 
@@ -185,7 +186,8 @@ def test_bad_usage_exits_2_with_one_line(tmp_path, capsys, extra, needle):
 
 def test_tasks_command(capsys):
     assert main(["tasks", "--json"]) == 0
-    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (line,) = capsys.readouterr().out.splitlines()  # one JSON list (issue 37)
+    rows = json.loads(line)
     by = {r["name"]: r for r in rows}
     assert by["circle_packing"]["entry"] == "construct_packing"
     assert by["min_max_distance"]["entry"] == "min_max_dist_dim2_16"
@@ -195,3 +197,15 @@ def test_tasks_command(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["name", "entry", "timeout"]
     assert len(out.splitlines()) == 1 + len(rows)
+
+
+def test_syntax_error_names_the_users_file(tmp_path, capsys):
+    """Issue 37, item 8: the sandbox compiles every program as ``program.py``; the error
+    evaluate prints names the file the user passed (both the table and --json)."""
+    path = _write(tmp_path, "mine.py", "def construct_packing(:\n    pass\n")
+    assert main(["evaluate", "--task", "circle_packing", path, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert f"({path}, line 1)" in row["error"] and "program.py" not in row["error"]
+    assert main(["evaluate", "--task", "circle_packing", path]) == 0
+    out = capsys.readouterr().out
+    assert f"({path}, line 1)" in out and "program.py" not in out

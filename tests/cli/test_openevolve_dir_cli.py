@@ -122,7 +122,7 @@ def test_evaluate_cli_reports_trust_and_artifacts(tmp_path, capsys):
     program = tmp_path / "better.py"
     program.write_text(BETTER)
     assert main(["evaluate", "--task", str(EXAMPLE), str(program), "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)
     assert row["valid"] and row["score"] == expected_score(BETTER, tmp_path)
     assert row["trust"] == "evaluator-in-sandbox" and row["task"] == "openevolve_dir"
     assert row["artifacts"]["stage2"].startswith("worst: function")

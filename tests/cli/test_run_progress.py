@@ -69,3 +69,21 @@ def test_not_a_terminal_gets_plain_lines():
         assert isinstance(p, PlainProgress)
     finally:
         p.done()
+
+
+def test_one_clock_from_waiting_to_running(monkeypatch):
+    """Issue 37, item 8: the waiting line counted from the command's start (model
+    loading included) and the run line from the engine's start, so 4:11 was followed by
+    2:58.  The run line goes on from the waiting line's clock."""
+    now = [1000.0]
+    monkeypatch.setattr("basevolve.cli.progress.time.monotonic", lambda: now[0])
+    out = io.StringIO()
+    p = PlainProgress(out, every_s=3600.0)
+    try:
+        now[0] += 251.0  # loading the model, scoring the initial program
+        assert "4:11" in p.clock.waiting_line()
+        p(SNAP | {"elapsed_s": 178.0})  # the engine's own clock says 2:58
+        now[0] += 1.0
+        assert "[r] 4:12  " in p.clock.line()
+    finally:
+        p.done()

@@ -49,10 +49,10 @@ def test_example_task_evaluates_in_the_sandbox(tmp_path, capsys):
     prog.write_text("def spread_points():\n"
                     "    return [[x / 3, y / 2] for x in range(4) for y in range(3)]\n")
     assert main(["evaluate", "--task", str(EXAMPLE), str(prog), "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)
     assert row["valid"] and row["score"] == pytest.approx(1.0)
     initial = tmp_path / "initial.py"
     initial.write_text(load_task(str(EXAMPLE)).initial_program)
     assert main(["evaluate", "--task", str(EXAMPLE), str(initial), "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)
     assert row["valid"] and 0 < row["score"] < 1.0  # random points: room to improve

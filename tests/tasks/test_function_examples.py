@@ -80,8 +80,7 @@ def evaluate(tmp_path: Path, capsys, example: str, programs: dict[str, str]) -> 
         path.write_text(HEAD + block + TAIL)
         files.append(str(path))
     assert main(["evaluate", "--task", str(EXAMPLES / f"{example}.py"), *files, "--json"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    return {Path(d["program"]).stem: d for d in map(json.loads, lines)}
+    return {Path(d["program"]).stem: d for d in json.loads(capsys.readouterr().out)}
 
 
 def test_speed_sort_ranks_by_measured_cpu_and_zeroes_wrong_answers(tmp_path, capsys):

@@ -143,6 +143,19 @@ def c_permutation_p(
     return p_value_ge(null, observed)
 
 
+def _snap(c: float, lt: np.ndarray, ln: np.ndarray, y: np.ndarray) -> float:
+    """``c`` as 0 when its whole effect on the fitted ``log(1 - V)`` is float round-off.
+
+    Why (issue 37, item 8): a grid whose fitness depends on C alone (or on nothing that
+    varies with the split) is fitted *exactly* by a plane, R^2 = 1, and c comes out as
+    ~1e-17 -- noise that Eq. 7 turned into a plateau half-width of 7e+07 log-T units.
+    Such a c is no curvature the data support; it is reported as 0, and its plateau
+    width as NaN (:func:`optimal_depth`).
+    """
+    effect = abs(c) * float(np.abs(lt * ln).max(initial=0.0))
+    return 0.0 if effect <= 1e-9 * max(1.0, float(np.abs(y).max(initial=0.0))) else c
+
+
 def fit_bilinear(
     depth: np.ndarray,
     breadth: np.ndarray,
@@ -173,6 +186,7 @@ def fit_bilinear(
     m1 = fits["M1"]  # Eq. 2 itself: the registry's M1 is the design checked above
     assert m1 is not None
     beta0, a, b, c = (float(t) for t in m1.params)
+    c = _snap(c, lt, ln, y)
 
     def r2(name: str) -> float:
         f = fits[name]
@@ -186,7 +200,7 @@ def fit_bilinear(
 
     def coef_c(name: str) -> float:
         f = fits[name]
-        return float(f.params[3]) if f is not None else float("nan")
+        return _snap(float(f.params[3]), lt, ln, y) if f is not None else float("nan")
 
     p_c = (
         c_permutation_p(lt, ln, y, rng, shuffles, exact=exact)
@@ -233,7 +247,8 @@ class OptimalDepth:
     T = C, the all-depth corner of the paper's ``c ~ 0`` limit).  ``t_star`` is always in
     ``[1, C]``; the unclipped vertex stays available as ``vertex_log_t`` (NaN when c = 0).
 
-    ``half_width = sqrt(delta / |c|)`` (Eq. 7) in natural-log units of T.  ``t_low`` /
+    ``half_width = sqrt(delta / |c|)`` (Eq. 7) in natural-log units of T; NaN when
+    c = 0 (no curvature: the data support no width, issue 37).  ``t_low`` /
     ``t_high`` bound the plateau exactly: the connected set of T in [1, C] around
     ``t_star`` whose gap is within ``delta`` of the optimum's (for an interior optimum this
     is ``t_star * exp(+-half_width)`` clipped to [1, C]; at a corner it is the
@@ -308,7 +323,9 @@ def optimal_depth(a: float, b: float, c: float, budget: float, delta: float = 0.
         t_star=t_of(x_star),
         log_t_star=x_star,
         interior=location == INTERIOR,
-        half_width=float(np.sqrt(delta / abs(c))) if c != 0 else float("inf"),
+        # c = 0: no curvature, so Eq. 7 gives no width (NaN, not a number from noise;
+        # t_low / t_high still bound the plateau on [1, C])
+        half_width=float(np.sqrt(delta / abs(c))) if c != 0 else float("nan"),
         location=location,
         vertex_log_t=float(vertex),
         t_low=t_of(lo),

@@ -30,7 +30,7 @@ def _thresholds(values: Sequence[float] | None) -> tuple[float, ...]:
         return DEFAULT_THRESHOLDS
     if isinstance(values, str) or not isinstance(values, Sequence) or not values or any(
             isinstance(v, bool) or not isinstance(v, int | float) for v in values):
-        raise ConfigError(f"--thresholds must be a non-empty list of numbers like [0.8, 0.9], "
+        raise ConfigError(f"thresholds= must be a non-empty list of numbers like [0.8, 0.9], "
                           f"got {values!r}")
     return tuple(float(v) for v in values)
 
@@ -47,12 +47,12 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
     from basevolve.analysis.pipeline import analyze as run_pipeline
     from basevolve.analysis.tables import load_tables
 
-    for name, value in (("store", store), ("input", runs), ("trajectories", trajectories),
+    for name, value in (("store", store), ("runs", runs), ("trajectories", trajectories),
                         ("children", children)):
         if (value is not None and not isinstance(value, str | os.PathLike | pd.DataFrame)) or (
                 name == "store" and isinstance(value, pd.DataFrame)):
             kind = "a file path" if name == "store" else "a DataFrame or a file path"
-            raise ConfigError(f"--{name} must be {kind}, got {type(value).__name__}")
+            raise ConfigError(f"{name}= must be {kind}, got {type(value).__name__}")
     for knob, count in (("resamples", resamples), ("shuffles", shuffles),
                         ("gate_shuffles", gate_shuffles), ("seed", seed)):
         check_type(knob, count, int | None if knob == "resamples" else int)
@@ -134,7 +134,7 @@ def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None 
     from basevolve.report import write_report
 
     if not isinstance(out, str | os.PathLike):
-        raise ConfigError(f"--out must be a folder path (str or Path), got {out!r}")
+        raise ConfigError(f"out= must be a folder path (str or Path), got {out!r}")
     check_type("pdf", pdf, bool)
     tables, result = _load(store, runs, trajectories, children, resamples, shuffles,
                            gate_shuffles, seed, ceiling, thresholds, budget_axis)

@@ -2,8 +2,10 @@
 
 A Python caller can pass ``arms="3"`` or ``resamples=None``; without a check these
 surface as a ``TypeError`` deep inside validation.  Here they become one
-:class:`~basevolve.errors.ConfigError` naming the CLI flag, the expected type and the
-value, like every other bad input (issue 17: never a bare built-in error).
+:class:`~basevolve.errors.ConfigError` naming the keyword as the caller wrote it
+(``arms=``, :mod:`basevolve.argnames`; issue 37, item 8: ``budget='8'`` was told about
+``--budget``), the expected type and the value, like every other bad input (issue 17:
+never a bare built-in error).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "True or 
           dict: "a dict"}
 
 
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+def keyword(name: str) -> str:
+    """How a Python caller wrote argument ``name`` (``arms=``; :mod:`basevolve.argnames`)."""
+    return f"{name}="
 
 
 def check_type(name: str, value: Any, hint: Any) -> None:
-    """Refuse a value of the wrong type with a ConfigError naming the flag.
+    """Refuse a value of the wrong type with a ConfigError naming the keyword.
 
     Why: the CLI's argparse converts types before RunConfig sees them; a Python caller
     can pass ``arms="3"``, which would surface as a TypeError deep in validation.
@@ -45,5 +48,5 @@ def check_type(name: str, value: Any, hint: Any) -> None:
         if origin is Any:
             return
     kinds = " or ".join(_KINDS.get(typing.get_origin(t) or t, str(t)) for t in allowed)
-    raise ConfigError(f"{flag(name)} must be {kinds}{' or None' if optional else ''}, "
+    raise ConfigError(f"{keyword(name)} must be {kinds}{' or None' if optional else ''}, "
                       f"got {value!r}")

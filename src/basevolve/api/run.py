@@ -49,8 +49,8 @@ def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
         from basevolve.llm.catalog import parse_params
 
         values["params"] = parse_params(values["params"], "params=")
-    for name, value in values.items():
-        check_type(name, value, hints[name])
+    for name, value in {"budget": budget, "depth": depth, "breadth": breadth, **values}.items():
+        check_type(name, value, hints.get(name, int | None))
     depth = depth_from_breadth(budget, depth, breadth)
     return RunConfig(task=task, budget=budget, depth=depth, **values)
 
@@ -117,7 +117,7 @@ def _paths(store: str | os.PathLike[str], out: str | os.PathLike[str] | None
 
     for name, value in (("store", store), ("out", out)):
         if value is not None and not isinstance(value, str | os.PathLike):
-            raise ConfigError(f"--{name} must be a file path (str or Path), got {value!r}")
+            raise ConfigError(f"{name}= must be a file path (str or Path), got {value!r}")
     store_path = Path(store)
     inspect_file(store_path)  # refuse a foreign store before any other work (as the CLI)
     out_path = None if out is None else Path(out)

@@ -55,7 +55,7 @@ def sweep(config: str | os.PathLike[str] | SweepConfig,
         raise ConfigError(f"config must be the path of a sweep TOML file or a SweepConfig, "
                           f"got {type(config).__name__}")
     if not isinstance(store, str | os.PathLike):
-        raise ConfigError(f"--store must be a file path (str or Path), got {store!r}")
+        raise ConfigError(f"store= must be a file path (str or Path), got {store!r}")
     check_type("executor", executor, str)
     check_type("address", address, str | None)
     check_type("progress", progress, bool)

@@ -25,6 +25,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+from basevolve.cli.signals import sigterm_as_interrupt
+from basevolve.cli.suggest import suggestion
 from basevolve.errors import BasevolveError
 from basevolve.terminal import clean, install_clean_logging
 
@@ -70,8 +72,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
+    #: the command line being parsed (set by :func:`main`): where a suggestion looks
+    argv: Sequence[str] = ()
+
     def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(2, f"basevolve: error: {message} (see `{self.prog} --help`)\n")
+        hint = suggestion(message, self, _Parser.argv)  # "did you mean" (issue 37)
+        self.exit(2, f"basevolve: error: {message}{hint} (see `{self.prog} --help`)\n")
 
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES, *,
@@ -118,6 +124,7 @@ def main(argv: Sequence[str] | None = None, *,
          modules: Sequence[str] = COMMAND_MODULES) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(modules, lazy_for=argv)
+    _Parser.argv = argv
     args = parser.parse_args(argv)
     install_clean_logging()  # a logged LLM retry quotes the server: printed clean
     # The sandbox's fallback warning is also logged, and the logger prints it (clean);
@@ -126,6 +133,11 @@ def main(argv: Sequence[str] | None = None, *,
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    with sigterm_as_interrupt():
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # inside the try: a closed pipe must surface here, not at exit

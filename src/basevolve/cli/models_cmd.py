@@ -69,7 +69,7 @@ def _fmt_params(value: float) -> str:
 def cmd_models(args: argparse.Namespace) -> int:
     specs = [spec for _, spec in MODELS.items()]
     if args.json:
-        print(json.dumps([s.to_dict() for s in specs], indent=2))
+        print(json.dumps([s.to_dict() for s in specs]))  # one line, as every --json
         return 0
     default_cap = str(LLMSettings().max_tokens)
     rows = [("NAME", "SERVED ID", "ACTIVE", "TOTAL", "CONTEXT", "MAX TOKENS",
@@ -118,7 +118,7 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
     )
     result = asyncio.run(_check(client, args.max_tokens))
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result))  # one line, as every --json (docs/running.md)
     else:
         from basevolve.terminal import clean  # the server's words: printed clean
 

@@ -66,13 +66,13 @@ class _Clock:
     def __init__(self) -> None:
         self.snapshot: dict[str, Any] | None = None
         self.phase = WAITING
-        self._at = self._t0 = time.monotonic()
+        self._t0 = time.monotonic()
         self._lock = threading.Lock()
         self._rate = DecodeRate()
 
     def update(self, s: dict[str, Any]) -> None:
         with self._lock:
-            self.snapshot, self._at = dict(s), time.monotonic()
+            self.snapshot = dict(s)
 
     def decoding(self) -> str:
         reading = METER.read()
@@ -81,12 +81,15 @@ class _Clock:
         return decode_words(reading, rate)
 
     def line(self) -> str | None:
+        """The run's line, on the display's own clock (issue 37, item 8): the engine's
+        ``elapsed_s`` starts after the model was loaded and the initial program scored,
+        so a waiting line at 4:11 was followed by a run line at 2:58.  One clock, from
+        the moment the command started, runs on through both."""
         with self._lock:
-            s, at = self.snapshot, self._at
+            s = self.snapshot
         if s is None:
             return None
-        return progress_line(s, float(s.get("elapsed_s", 0.0)) + time.monotonic() - at,
-                             self.decoding())
+        return progress_line(s, time.monotonic() - self._t0, self.decoding())
 
     def waiting_line(self) -> str:
         """Before the first snapshot: what the run does, for how long, and any decoding."""

@@ -63,6 +63,7 @@ def _open(path: str) -> RunStore:
 def runs_command(args: argparse.Namespace) -> int:
     from basevolve.config import RunConfig
     from basevolve.engine.budget import budget_report
+    from basevolve.store.liveness import live_status
     from basevolve.store.per_model import model_breakdown, total_cost_usd
 
     with _open(args.store) as store:
@@ -75,7 +76,9 @@ def runs_command(args: argparse.Namespace) -> int:
             budget = budget_report(store, cfg, r["active_params"])
             # per model (issue 25): the summary's own breakdown, one model for older runs
             models = model_breakdown(store.query, r["run_id"], r["model"])
-            rows.append({"run_id": r["run_id"], "status": r["status"], "task": r["task"],
+            # "running" only while a process drives it (store/liveness.py, issue 37)
+            status = live_status(args.store, r["run_id"], r["status"])
+            rows.append({"run_id": r["run_id"], "status": status, "task": r["task"],
                          "model": r["model"], "allocator": r["allocator"], "arms": r["arms"],
                          **budget, "depth": r["depth"] if budget["budget"] else None,
                          "breadth": r["breadth"], "feedback": cfg.feedback,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from basevolve.errors import ConfigError
@@ -76,7 +77,12 @@ def _run(args: argparse.Namespace) -> int:
     from basevolve.sweep.execute import run_sweep
     from basevolve.sweep.reliability import reliability, render_reliability
 
-    result = run_sweep(args.config, args.store, executor=args.executor, address=args.address)
+    started = time.time()
+    try:
+        result = run_sweep(args.config, args.store, executor=args.executor,
+                           address=args.address)
+    except KeyboardInterrupt:
+        return _interrupted(args, started)
     rows = reliability(result.sweep, args.store)
     print(render_reliability(rows, args.store))
     failed = {rid: o for rid, o in result.outcomes.items() if o["status"] != "finished"}
@@ -96,3 +102,16 @@ def _run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc, sort_keys=True))
     return 1 if failed else 0
+
+
+def _interrupted(args: argparse.Namespace, started: float) -> int:
+    """Ctrl-C or SIGTERM (issue 37, item 8): what the interrupt charged and the command
+    that continues the sweep, as `basevolve run` says; exit 130 like a shell does."""
+    from basevolve.sweep.status import interrupted_words
+
+    command = f"basevolve sweep {args.config} --store {args.store}"
+    if args.executor == "ray":
+        command += " --executor ray" + (f" --address {args.address}" if args.address else "")
+    for line in interrupted_words(args.store, command, started):
+        print(line, file=sys.stderr)
+    return 130

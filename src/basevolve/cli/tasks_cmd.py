@@ -6,8 +6,9 @@ hostile program is just a line with score 0 and a reason; it never stops the oth
 the command still exits 0.  Bad usage (unknown task, missing file, non-positive timeout)
 is a :class:`~basevolve.errors.BasevolveError`: one line on stderr, exit 2, nothing run.
 
-``--json`` prints one object per file per line, in the order the files were given:
-``program, task, score, valid, metrics, error, isolation, seconds, strict_score,
+``--json`` prints one JSON list, one object per file in the order the files were given
+(:mod:`basevolve.cli.evaluate_output`): ``program, task, score, valid, metrics, error,
+isolation, seconds, strict_score,
 strict_valid, reference_score, reference_valid, mode, trust, artifacts``.  ``--strict``
 makes ``score``/``valid``/``error`` the tolerance-0 ones (paper's evaluators use 1e-6).
 
@@ -24,15 +25,15 @@ import asyncio
 import json
 import math
 import os
-import sys
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from basevolve.cli.evaluate_output import Outcome, TablePrinter, collect
 from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
 from basevolve.cli.openevolve_show import directory_details, show_directory
 from basevolve.errors import ConfigError, SandboxError
-from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
+from basevolve.records import ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
 from basevolve.tasks.scoring import score_or_raise
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--show", metavar="NAME",
                    help="a task name, the path of a task .py file or of an OpenEvolve task "
                         "directory")
-    p.add_argument("--json", action="store_true", help="one JSON object per task per line")
+    p.add_argument("--json", action="store_true", help="print one JSON list (one object per task)")
     add_file_flags(p)
     p.set_defaults(func=cmd_tasks)
 
@@ -71,7 +72,8 @@ def register(subparsers: Any) -> None:
         help="wall-clock limit per program (default: the task's; for an OpenEvolve task "
         "directory: per evaluate/stage call)",
     )
-    e.add_argument("--json", action="store_true", help="one JSON object per file per line")
+    e.add_argument("--json", action="store_true",
+                   help="print one JSON list (one object per file, in argument order)")
     add_file_flags(e)
     e.set_defaults(func=cmd_evaluate)
 
@@ -182,9 +184,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         }
         for name, cls in TASKS.items()
     ]
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
+    if args.json:  # one JSON document, as every --json (docs/running.md; issue 37)
+        print(json.dumps(rows))
         return 0
     width = max(len(r["name"]) for r in rows)
     entry_w = max(len(r["entry"]) for r in rows)
@@ -197,13 +198,6 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------ evaluate
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    program: str
-    evaluation: Evaluation
-    strict_error: str | None
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -233,8 +227,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             sources.append((name, path.read_text(encoding="utf-8", errors="replace")))
         except OSError as exc:
             raise ConfigError(f"cannot read program file {name!r}: {exc.strerror}") from None
-    emit = _print_json if args.json else _TablePrinter(task, args.strict).row
+    records: list[dict[str, Any]] = []
+    emit = partial(collect, records) if args.json else TablePrinter(task, args.strict).row
     asyncio.run(_evaluate_all(task, sources, timeout, emit, strict=args.strict))
+    if args.json:  # one JSON document, as every --json (docs/running.md; issue 37)
+        print(json.dumps(records))
     return 0
 
 
@@ -257,7 +254,7 @@ async def _evaluate_all(
             emit(task, outcome, strict)
 
 
-async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> _Outcome:
+async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> Outcome:
     try:
         result: ExecResult = await pool.arun(code, task.entry, timeout_s=timeout)
     except Exception as exc:  # the pool failing on one program must not stop the others
@@ -268,10 +265,10 @@ async def _one(pool: Any, task: Task, name: str, code: str, timeout: float) -> _
     strict_error = evaluation.error
     if result.status is ExecStatus.OK:
         strict_error = task.score_value(result.value, tol=STRICT_TOL).error
-    return _Outcome(name, evaluation, strict_error)
+    return Outcome(name, evaluation, strict_error)
 
 
-async def _called(pool: Any, task: Task, name: str, code: str, timeout: float) -> _Outcome:
+async def _called(pool: Any, task: Task, name: str, code: str, timeout: float) -> Outcome:
     """A program of a task scored by calling it (a function task, a task directory):
     the run's own evaluator, with the first scorer error raised as one line."""
     from basevolve.engine.evaluators import evaluator_for
@@ -281,68 +278,4 @@ async def _called(pool: Any, task: Task, name: str, code: str, timeout: float) -
     evaluator.scorer = ScorerGuard(task, default_log_path(), max_in_row=1)
     loop = asyncio.get_running_loop()
     evaluation = await loop.run_in_executor(None, evaluator.evaluate_sync, code, timeout)
-    return _Outcome(name, evaluation, evaluation.error)
-
-
-def outcome_record(task: Task, outcome: _Outcome, strict: bool) -> dict[str, Any]:
-    """The JSON object of one evaluated file (field names fixed by issue 2, part 4)."""
-    ev = outcome.evaluation
-    return {
-        "program": outcome.program,
-        "task": task.name,
-        "score": ev.strict_score if strict else ev.score,
-        "valid": ev.strict_valid if strict else ev.valid,
-        "metrics": _finite(ev.metrics),
-        "error": outcome.strict_error if strict else ev.error,
-        "isolation": str(ev.isolation),
-        "seconds": round(ev.seconds, 6),
-        "strict_score": ev.strict_score,
-        "strict_valid": ev.strict_valid,
-        "reference_score": ev.score,
-        "reference_valid": ev.valid,
-        "mode": "strict" if strict else "reference",
-        "trust": str(ev.trust),
-        "artifacts": dict(ev.artifacts),
-    }
-
-
-def _finite(metrics: dict[str, float]) -> dict[str, float | None]:
-    # JSON has no NaN/inf; a metric that is not finite is written as null.
-    return {
-        k: (v if isinstance(v, int | float) and math.isfinite(v) else None)
-        for k, v in metrics.items()
-    }
-
-
-def _print_json(task: Task, outcome: _Outcome, strict: bool) -> None:
-    print(json.dumps(outcome_record(task, outcome, strict)), flush=True)
-
-
-class _TablePrinter:
-    """Readable one-line-per-file output, header printed before the first row."""
-
-    def __init__(self, task: Task, strict: bool) -> None:
-        self._header_done = False
-        mode = "strict, tol 0" if strict else "reference, tol 1e-6"
-        self._title = f"task {task.name} ({mode})"
-
-    def row(self, task: Task, outcome: _Outcome, strict: bool) -> None:
-        rec = outcome_record(task, outcome, strict)
-        if not self._header_done:
-            print(self._title)
-            print(
-                f"{'score':>9}  {'valid':<5}  {'strict':>9}  {'secs':>6}  {'isolation':<9}  program / metrics or error"
-            )
-            self._header_done = True
-        detail = rec["error"] or ", ".join(
-            f"{k}={v:.6g}" for k, v in rec["metrics"].items() if v is not None
-        )
-        from basevolve.terminal import clean  # the program's own error text
-
-        detail, program = clean(detail), clean(rec["program"])
-        print(
-            f"{rec['score']:>9.6f}  {'yes' if rec['valid'] else 'no':<5}  {rec['strict_score']:>9.6f}"
-            f"  {rec['seconds']:>6.2f}  {rec['isolation']:<9}  {program}: {detail}",
-            flush=True,
-        )
-        sys.stdout.flush()
+    return Outcome(name, evaluation, evaluation.error)

@@ -18,6 +18,7 @@ from typing import Any
 
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.errors import ConfigError
+from basevolve.store.liveness import live_status
 
 PAGE_SIZES = (25, 50, 100, 200)
 #: sort key (as the page names it) -> SQL expression over the ``base`` view below
@@ -162,6 +163,8 @@ def runs_page(store: ReadOnlyStore, q: RunsQuery) -> dict[str, Any]:
     for row in rows.values():
         del row["row_key"]
         row["models"] = model_names(row["models"])
+        # "running" only while a process drives it (store/liveness.py, issue 37)
+        row["status"] = live_status(store.path, row["run_id"], row["status"])
     return {"total": total, "page": q.page, "size": q.size, "sort": q.sort,
             "dir": "desc" if q.desc else "asc", "runs": [rows[i] for i in ids],
             "statuses": list(STATUSES)}

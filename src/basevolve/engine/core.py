@@ -84,6 +84,7 @@ from basevolve.engine.state import (
 )
 from basevolve.errors import BudgetError, LLMError, TaskError
 from basevolve.llm.flops import call_flops
+from basevolve.llm.sending import UnsentCalls
 from basevolve.llm.settings import LLMSettings
 from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Proposal
@@ -132,6 +133,7 @@ class Engine(Decisions):
         self.credit = Credit(self)  # which pull earned a gain (engine/credit.py)
         self.reissue: deque[tuple[Proposal, Pull, CallJob]] = deque()
         self.llm: dict[asyncio.Task[Completion], CallJob] = {}
+        self.unsent = UnsentCalls()  # waiting for their turn: cost nothing if lost (issue 37)
         self.evals: dict[asyncio.Task[Evaluation], tuple[CallJob, str]] = {}
         self.pending_evals: list[tuple[CallJob, str | None, str | None]] = []
         self.pending_texts: list[tuple[CallJob, str]] = []
@@ -271,8 +273,9 @@ class Engine(Decisions):
             self.order.opened(job)
             pull.owed += declared_followups(proposal)  # engine/followups.py
         self.models.sent(arm)
-        coro = served.complete(proposal.messages, temperature=self.cfg.temperature,
-                               top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed)
+        coro = self.unsent.track(call_id, partial(
+            served.complete, proposal.messages, temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed))
         self.llm[asyncio.ensure_future(coro)] = job
         self._emit()  # "in flight" changed: the live display shows it at once
 

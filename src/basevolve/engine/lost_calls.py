@@ -21,13 +21,20 @@ resumed run's counters include it) and reported apart (``flops_lost``,
 When: as soon as the engine stops with calls in flight (the interrupted run's own summary
 and ``basevolve runs`` show the charge), and on resume for calls a killed process left
 ``pending``.
+
+A call that was never sent costs nothing (issue 37, item 1): stored ``pending`` but still
+waiting for its turn (a sweep endpoint's ``limit``, on the local or the Ray executor, or
+a model's ``max_in_flight``) when the run stopped, it is marked ``lost`` with 0 FLOPs
+whatever the policy -- the engine knows which calls those are
+(:mod:`basevolve.llm.sending`).  A process killed outright (SIGKILL) leaves no such
+record: its pending calls are charged on resume as sent, the safe side of a budget.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from basevolve.engine.budget import static_prompt_bound
@@ -52,15 +59,19 @@ def lost_call_flops(row: Mapping[str, Any], kind: str, active_params: float, max
 
 
 def charge_lost_calls(store: Any, cfg: Any, active_params: float, max_tokens: int,
-                      params_of: Mapping[str | None, float] | None = None) -> int:
+                      params_of: Mapping[str | None, float] | None = None,
+                      unsent: Collection[int] = ()) -> int:
     """Turn the run's ``pending`` calls into ``lost`` ones charged under the run's
     ``--charge-unanswered``; the number of calls marked.  ``params_of``: each model's
-    active parameters by name (several models, issue 25: a call is charged at its own).  A store that cannot be written
-    (a full disk: the error that stopped the run is the one to report) is left as it is;
-    a resume marks those calls later."""
+    active parameters by name (several models, issue 25: a call is charged at its own).
+    ``unsent``: ids of calls never sent (waiting for their turn), charged 0.  A store that
+    cannot be written (a full disk: the error that stopped the run is the one to report)
+    is left as it is; a resume marks those calls later."""
     policy = CHARGE_UNANSWERED[cfg.charge_unanswered]
 
     def charge(row: Mapping[str, Any]) -> float:
+        if row["call_id"] in unsent:
+            return 0.0
         params = (params_of or {}).get(row["model"], active_params)
         return lost_call_flops(row, cfg.budget_kind, params, max_tokens, policy)
 
@@ -80,8 +91,9 @@ def lost_words(totals: Mapping[str, Any], policy: str) -> str | None:
     if policy == "none":
         return (f"{lost} call(s) lost in flight, charged 0 FLOPs (--charge-unanswered none); "
                 "each is asked again on resume")
+    unsent = f", {lost - charged} never sent (charged 0)" if lost > charged else ""
     return (f"{lost} call(s) lost in flight, {charged} charged their worst case: {flops:.4g} "
-            "FLOPs (--charge-unanswered worst); each is asked again on resume")
+            f"FLOPs (--charge-unanswered worst){unsent}; each is asked again on resume")
 
 
 __all__ = ["charge_lost_calls", "lost_call_flops", "lost_words"]

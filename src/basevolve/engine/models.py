@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from basevolve.errors import StoreError
+from basevolve.llm.sending import sending, waiting
 
 MODEL_REWARDS: tuple[str, ...] = ("improvement", "improvement_per_flop", "improvement_per_token")
 _WEIGHT_STREAM = 0x6D6F64  # "mod": the fixed-weight draw's own seed stream
@@ -65,7 +66,9 @@ class Served:
     async def complete(self, messages: Sequence[Mapping[str, Any]], **kw: Any) -> Any:
         if self.slots is None:
             return await self.client.complete(messages, **kw)
+        waiting()  # not sent while it waits for a slot (llm/sending.py, issue 37)
         async with self.slots:  # --model NAME,max_in_flight=N
+            sending()
             return await self.client.complete(messages, **kw)
 
 

@@ -165,9 +165,9 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
                           engine.models.params_of())
     try:
         await engine.run(resume=resume)
-    except BaseException:
+    except BaseException:  # calls still waiting for their turn were never sent (issue 37)
         charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens,
-                          engine.models.params_of())
+                          engine.models.params_of(), unsent=engine.unsent)
         raise
     finally:
         await engine.models.aclose()  # the clients of the second and later models

@@ -22,6 +22,7 @@ import itertools
 from typing import Any, Protocol
 
 from basevolve.llm.base import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+from basevolve.llm.sending import sending, waiting
 from basevolve.records import Completion
 
 
@@ -86,7 +87,8 @@ class LimitedClient:
 
     Wraps a client shared by many runs; one wrapper per run carries that run's rank.
     The slot covers the whole call including the client's own retries, so the server
-    never sees more than the limit.  ``aclose`` is a no-op: the sweep closes the shared
+    never sees more than the limit.  A call waiting for its slot is not sent
+    (:mod:`basevolve.llm.sending`): if the run stops then, it costs nothing.  ``aclose`` is a no-op: the sweep closes the shared
     client once, after every run.
     """
 
@@ -100,7 +102,9 @@ class LimitedClient:
     async def complete(self, messages: list[dict[str, Any]], *,
                        temperature: float = DEFAULT_TEMPERATURE, top_p: float = DEFAULT_TOP_P,
                        max_tokens: int | None = None, seed: int | None = None) -> Completion:
+        waiting()
         await self.limiter.acquire(self.priority)
+        sending()
         try:
             return await self.inner.complete(messages, temperature=temperature, top_p=top_p,
                                              max_tokens=max_tokens, seed=seed)

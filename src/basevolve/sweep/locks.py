@@ -17,19 +17,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import struct
-import zlib
 from pathlib import Path
 
 from basevolve.errors import StoreError
-
-
-def lock_file(store_path: str | Path) -> Path:
-    return Path(f"{store_path}.lock")
-
-
-def lock_offset(run_id: str) -> int:
-    return zlib.crc32(run_id.encode())
+from basevolve.store.liveness import UNKNOWN, lock_file, lock_holder, lock_offset
 
 
 class RunLocks:
@@ -74,27 +65,10 @@ class RunLocks:
         self.close()
 
 
-_FLOCK = "@hhqqi"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid
-
-
 def holder(store_path: str | Path, run_id: str) -> int | None:
     """Pid of the process holding ``run_id``'s lock, None if free (or unknowable)."""
-    path = lock_file(store_path)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        size = struct.calcsize(_FLOCK)
-        arg = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, lock_offset(run_id), 1, 0)
-        arg += b"\0" * (32 - size if size < 32 else 0)
-        out = fcntl.fcntl(fd, fcntl.F_GETLK, arg)
-        l_type, _, _, _, pid = struct.unpack(_FLOCK, out[:size])
-        return None if l_type == fcntl.F_UNLCK else int(pid)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    pid = lock_holder(store_path, run_id)
+    return None if pid == UNKNOWN else pid
 
 
 __all__ = ["RunLocks", "holder", "lock_file", "lock_offset"]

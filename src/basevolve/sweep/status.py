@@ -157,4 +157,35 @@ def render_status(doc: dict[str, Any]) -> str:
     return clean_lines("\n".join(lines))
 
 
-__all__ = ["read_state", "render_status", "sweep_status"]
+def interrupted_words(store_path: str | Path, command: str, since: float = 0.0) -> list[str]:
+    """What an interrupted sweep prints (issue 37, item 8): the calls this session lost
+    in flight (marked since ``since``, a ``time.time()``) and their charge, as
+    ``basevolve run`` says it, then the command that continues the sweep.  The Ray
+    executor's runs keep their calls in the nodes' scratch stores until they finish, so
+    there the charge shows when the resumed runs are imported."""
+    from basevolve.engine.lost_calls import lost_words
+
+    lines = []
+    try:
+        con = sqlite3.connect(f"file:{Path(store_path)}?mode=ro", uri=True, timeout=30.0)
+        try:
+            r = con.execute("SELECT count(*), coalesce(sum(flops > 0), 0), "
+                            "coalesce(sum(flops), 0) FROM calls WHERE status='lost' "
+                            "AND completed_at >= ?", (since,)).fetchone()
+            policies = {p for (p,) in con.execute(  # --charge-unanswered of the runs
+                "SELECT DISTINCT coalesce(json_extract(config_json, '$.charge_unanswered'), "
+                "'worst') FROM runs")}
+        finally:
+            con.close()
+        words = lost_words({"calls_lost": r[0], "calls_lost_charged": r[1],
+                            "flops_lost": r[2]}, "none" if policies == {"none"} else "worst")
+        if words:
+            lines.append(f"basevolve: {words}")
+    except sqlite3.Error:  # no store yet (interrupted while starting): nothing was charged
+        pass
+    lines.append(f"interrupted — continue with `{command}` (finished runs are kept, "
+                 "the others resume)")
+    return lines
+
+
+__all__ = ["interrupted_words", "read_state", "render_status", "sweep_status"]
