@@ -31,9 +31,15 @@ parent's block with one marker comment (``# evolve-block reply K``) -- a valid c
 the same behaviour.  ``junk_every=J`` answers about one code request in J with prose
 (no program), so retries and score-0 children occur.
 
+Candidates for several tasks at once (issue 37, item 5): a mapping of task name to a
+list of blocks (the shape of ``tests/data/function_example_blocks.json``).  A request is
+answered from the list whose blocks define a function or class the parent's block
+defines (``def priority`` -> ``bin_packing``'s); if several or none do, from the list
+whose task name the prompt mentions; else there are none for that parent.
+
 From the command line (``--reply-function evolve-block``) the candidates come from the
 JSON file named by the environment variable ``BASEVOLVE_TEST_CANDIDATES`` (a list of
-strings), or there are none.
+strings, or an object mapping task names to lists of strings), or there are none.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +58,8 @@ CANDIDATES_ENV = "BASEVOLVE_TEST_CANDIDATES"
 _FENCED = re.compile(r"```([A-Za-z0-9_+.-]*)\n(.*?)```", re.S)
 _VARIANT = re.compile(r"^# evolve-block reply \d+\n", re.M)
 _CROSSOVER = "# Crossover Inspiration"  # ShinkaEvolve's crossover section follows the parent
+_DEFINES = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
+Candidates = Sequence[str] | Mapping[str, Sequence[str]]
 
 
 def _text(content: Any) -> str:
@@ -75,29 +83,51 @@ def _as_block(text: str) -> str:
 class EvolveBlockReplies:
     """``(request_body, index) -> reply`` for the LLM test server; see the module docstring.
 
-    ``candidates``: EVOLVE-block bodies (the text between the marker lines).
+    ``candidates``: EVOLVE-block bodies (the text between the marker lines), or a
+    mapping of task name to such a list (see the module docstring).
     """
 
-    def __init__(self, candidates: Sequence[str] | None = None, *, junk_every: int = 0) -> None:
-        if isinstance(candidates, str) or not all(isinstance(c, str) for c in candidates or ()):
-            raise TypeError("candidates must be a sequence of strings (EVOLVE-block bodies)")
+    def __init__(self, candidates: Candidates | None = None, *, junk_every: int = 0) -> None:
+        groups = (dict(candidates) if isinstance(candidates, Mapping)
+                  else {"": candidates or ()})
+        for blocks in groups.values():
+            if isinstance(blocks, str) or not all(isinstance(c, str) for c in blocks):
+                raise TypeError("candidates must be a sequence of strings (EVOLVE-block "
+                                "bodies) or a mapping of task names to such sequences")
         if isinstance(junk_every, bool) or not isinstance(junk_every, int) or junk_every < 0:
             raise ValueError(f"junk_every={junk_every!r} must be an int >= 0 (0 = never)")
-        self.candidates = tuple(_as_block(c) for c in candidates or ())
+        self.groups = {str(k): tuple(_as_block(c) for c in v) for k, v in groups.items()}
+        self.candidates = tuple(c for blocks in self.groups.values() for c in blocks)
         self.junk_every = junk_every
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], **kwargs: Any) -> EvolveBlockReplies:
-        """Candidates from a JSON file holding a list of strings."""
+        """Candidates from a JSON file: a list of strings, or an object mapping task names
+        to lists of strings."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ValueError(f"candidates file {os.fspath(path)!r} could not be read as JSON: "
                              f"{exc}") from None
-        if not isinstance(data, list) or not all(isinstance(c, str) for c in data):
+        lists = data.values() if isinstance(data, dict) else [data]
+        if not all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in lists):
             raise ValueError(f"candidates file {os.fspath(path)!r} must hold a JSON list of "
-                             "strings (EVOLVE-block bodies)")
+                             "strings (EVOLVE-block bodies) or an object mapping task names "
+                             "to such lists")
         return cls(data, **kwargs)
+
+    def candidates_for(self, old: str, prompt: str = "") -> tuple[str, ...]:
+        """The candidate blocks for a parent whose block is ``old``: the one list when
+        there is one, else the task's list (the names ``old`` defines; the task name in
+        ``prompt``)."""
+        if len(self.groups) == 1:
+            return next(iter(self.groups.values()))
+        names = set(_DEFINES.findall(old))
+        fits = [k for k, blocks in self.groups.items()
+                if any(names & set(_DEFINES.findall(b)) for b in blocks)]
+        named = [k for k in (fits or self.groups) if k and k in prompt]
+        chosen = named[0] if named else fits[0] if len(fits) == 1 else None
+        return self.groups[chosen] if chosen is not None else ()
 
     # ------------------------------------------------------------------ answering
     def __call__(self, body: dict[str, Any], index: int) -> str:
@@ -122,7 +152,7 @@ class EvolveBlockReplies:
         language, parent = found
         start, end = evolve_blocks(parent)[0]
         old = parent[start:end]
-        new = self.choose(old, seed)
+        new = self.choose(old, seed, "\n".join(users))
         child = parent[:start] + new + parent[end:]
         if not child.endswith("\n"):
             child += "\n"
@@ -138,14 +168,15 @@ class EvolveBlockReplies:
             return diff
         return f"Here is the new program.\n```{language}\n{child}```\n"
 
-    def choose(self, old: str, seed: Any) -> str:
+    def choose(self, old: str, seed: Any, prompt: str = "") -> str:
         """The new block for a parent whose block is ``old``: a candidate other than
         ``old`` (the hashed one first), else ``old`` with a marker comment."""
-        n = len(self.candidates)
+        candidates = self.candidates_for(old, prompt)
+        n = len(candidates)
         if n:
             first = _hash(seed, "candidate") % n
             for i in range(n):
-                cand = self.candidates[(first + i) % n]
+                cand = candidates[(first + i) % n]
                 if cand.rstrip() != old.rstrip():
                     return cand
         kept = _VARIANT.sub("", old)
