@@ -71,7 +71,8 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _hash(seed: Any, salt: str) -> int:
+def seed_hash(seed: Any, salt: str) -> int:
+    """A 64-bit number from a request's seed and a salt: reproducible, call for call."""
     return int.from_bytes(hashlib.sha256(f"{salt}:{seed}".encode()).digest()[:8], "big")
 
 
@@ -136,7 +137,7 @@ class EvolveBlockReplies:
         users = [_text(m.get("content")) for m in msgs if m.get("role") == "user"]
         seed = body.get("seed", index)
         if "NOVEL or NOT NOVEL" in system:
-            return ("NOVEL\nA different idea." if _hash(seed, "judge") % 2
+            return ("NOVEL\nA different idea." if seed_hash(seed, "judge") % 2
                     else "NOT NOVEL\nThe same idea.")
         if "prompt engineer" in system:
             return self.meta_edit(users[-1] if users else "")
@@ -144,19 +145,21 @@ class EvolveBlockReplies:
             return json.dumps({"ideas": [{"idea": "try another candidate", "description": "",
                                           "what_to_optimize": "score", "cautions": "",
                                           "approach_type": "candidates"}]})
-        if self.junk_every and _hash(seed, "junk") % self.junk_every == 0:
+        if self.is_junk(seed):
             return "I am not sure how to improve this program."
-        found = parent_program(users)
+        found = self.parent(users)
         if found is None:
             return "The prompt shows no program with an EVOLVE-BLOCK to change."
         language, parent = found
-        start, end = evolve_blocks(parent)[0]
+        # a program without markers evolves whole (prompts/formats.py); a subclass's
+        # parent() may return one (testing/sim/block_edits.py)
+        start, end = (evolve_blocks(parent) or [(0, len(parent))])[0]
         old = parent[start:end]
         new = self.choose(old, seed, "\n".join(users))
         child = parent[:start] + new + parent[end:]
         if not child.endswith("\n"):
             child += "\n"
-        k = _hash(seed, "name") % 10_000
+        k = seed_hash(seed, "name") % 10_000
         label = f"<NAME>candidate_{k}</NAME>\n<DESCRIPTION>Replace the EVOLVE block.</DESCRIPTION>\n"
         search = old if old.endswith("\n") or not old else old + "\n"  # an unclosed block
         diff = f"<<<<<<< SEARCH\n{search}=======\n{new}>>>>>>> REPLACE\n"
@@ -168,13 +171,21 @@ class EvolveBlockReplies:
             return diff
         return f"Here is the new program.\n```{language}\n{child}```\n"
 
+    def is_junk(self, seed: Any) -> bool:
+        """Whether a code request is answered with prose (about one in ``junk_every``)."""
+        return bool(self.junk_every) and seed_hash(seed, "junk") % self.junk_every == 0
+
+    def parent(self, users: Sequence[str]) -> tuple[str, str] | None:
+        """(language, code) of the program to change: :func:`parent_program`."""
+        return parent_program(users)
+
     def choose(self, old: str, seed: Any, prompt: str = "") -> str:
         """The new block for a parent whose block is ``old``: a candidate other than
         ``old`` (the hashed one first), else ``old`` with a marker comment."""
         candidates = self.candidates_for(old, prompt)
         n = len(candidates)
         if n:
-            first = _hash(seed, "candidate") % n
+            first = seed_hash(seed, "candidate") % n
             for i in range(n):
                 cand = candidates[(first + i) % n]
                 if cand.rstrip() != old.rstrip():
@@ -182,7 +193,7 @@ class EvolveBlockReplies:
         kept = _VARIANT.sub("", old)
         if kept and not kept.endswith("\n"):
             kept += "\n"
-        k = _hash(seed, "variant") % 1_000_000
+        k = seed_hash(seed, "variant") % 1_000_000
         new = f"{kept}# evolve-block reply {k}\n"
         return new if new != old else f"{kept}# evolve-block reply {k + 1}\n"
 
@@ -209,6 +220,18 @@ def parent_program(users: Sequence[str]) -> tuple[str, str] | None:
     return found
 
 
+def last_program(users: Sequence[str]) -> tuple[str, str] | None:
+    """(language tag, code) of the last fenced block in ``users`` that defines a function
+    (a ShinkaEvolve crossover inspiration skipped): the parent of a program without
+    EVOLVE-BLOCK markers, which evolves whole."""
+    found = None
+    for text in users:
+        for language, code in _FENCED.findall(text.split(_CROSSOVER, 1)[0]):
+            if re.search(r"^\s*(?:async\s+)?def\s", code, re.M):
+                found = (language or "python", code)
+    return found
+
+
 _FROM_ENV: EvolveBlockReplies | None = None
 
 
@@ -222,4 +245,5 @@ def evolve_block_reply(body: dict[str, Any], index: int) -> str:
     return _FROM_ENV(body, index)
 
 
-__all__ = ["CANDIDATES_ENV", "EvolveBlockReplies", "evolve_block_reply", "parent_program"]
+__all__ = ["CANDIDATES_ENV", "EvolveBlockReplies", "evolve_block_reply", "last_program",
+           "parent_program", "seed_hash"]
