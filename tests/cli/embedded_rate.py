@@ -4,7 +4,7 @@ the embedded-model tests' token counts and waits (issue 37, item 4).
 Why: on a 2-core box at load 9-15 the 0.5B model read prompts at ~5 tokens/s and
 decoded at ~0.3 tokens/s (measured 2026-11-28), so tests written for a quiet box (256
 tokens a reply, fixed 300 s / 900 s limits) were killed by pytest-timeout.  Now each
-such test declares its work with ``@pytest.mark.embedded_work(seconds_fn)``; the
+such test declares its work with ``@pytest.mark.embedded_work(waits=fn)``; the
 session measures the rate once (:func:`measure`, a few seconds on a quiet box, ~1.5
 minutes at load 15) before the first such test runs, sets that test's pytest-timeout
 from it (``tests/cli/conftest.py``), and the test sizes its tokens and internal waits

@@ -112,9 +112,8 @@ QUESTIONS, ANSWER_TOKENS, QA_PROMPT_TOKENS = 3, 8, 300
 
 @pytest.mark.embedded
 @pytest.mark.slow
-@pytest.mark.embedded_work(lambda r: r.limit(r.run_s(calls=3 * QUESTIONS,
-                                                     prompt_tokens=QA_PROMPT_TOKENS,
-                                                     completion_tokens=ANSWER_TOKENS)))
+@pytest.mark.embedded_work(waits=lambda r: r.limit(r.run_s(
+    calls=3 * QUESTIONS, prompt_tokens=QA_PROMPT_TOKENS, completion_tokens=ANSWER_TOKENS)))
 def test_embedded_small_model_answers(tmp_path, capsys):
     """The CI smoke run: 3 questions, C = 2, the embedded 0.5B model answering (the test
     server writes the templates).  Its answers are real model output, so only the

@@ -114,8 +114,8 @@ SMOKE_TOKENS = 16
 
 @pytest.mark.embedded
 @pytest.mark.slow
-@pytest.mark.embedded_work(lambda r: r.limit(r.run_s(calls=2, prompt_tokens=RUN_PROMPT_TOKENS,
-                                                     completion_tokens=SMOKE_TOKENS)))
+@pytest.mark.embedded_work(waits=lambda r: r.limit(
+    r.run_s(calls=2, prompt_tokens=RUN_PROMPT_TOKENS, completion_tokens=SMOKE_TOKENS)))
 def test_embedded_model_small_run(tmp_path, capsys):
     """The main-job path: the embedded model, no server, a budget of 2 calls; its time
     limit follows the measured rate (tests/cli/embedded_rate.py)."""

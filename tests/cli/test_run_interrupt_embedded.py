@@ -97,7 +97,7 @@ def _wait_for(point: str, err_path: Path, store: Path, proc: subprocess.Popen,
 
 @pytest.mark.embedded
 @pytest.mark.slow
-@pytest.mark.embedded_work(_all_waits)
+@pytest.mark.embedded_work(waits=_all_waits)
 @pytest.mark.parametrize(("point", "after_s"), POINTS)
 def test_sigint_during_an_embedded_generation_exits_130(tmp_path, sigint_handled, point,
                                                         after_s):
