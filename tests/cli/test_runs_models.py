@@ -148,4 +148,5 @@ def test_single_model_store_keeps_its_table(tmp_path, capsys):
     capsys.readouterr()
     assert main(["runs", "--store", str(tmp_path / "one.sqlite")]) == 0
     head = capsys.readouterr().out.splitlines()[0].split()
-    assert head == ["run_id", "status", "task", "budget", "calls_completed", "best_score"]
+    assert head == ["run_id", "status", "task", "budget", "calls_completed", "start_score",
+                    "best_score"]

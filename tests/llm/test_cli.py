@@ -66,7 +66,7 @@ def test_llm_check_text_output(capsys: pytest.CaptureFixture[str]) -> None:
         (["llm-check", "--model", "who/knows", "--base-url", "http://127.0.0.1:9/v1"], "--params"),
         (["llm-check", "--model", "qwen3-8b", "--base-url", "not a url"], "malformed base URL"),
         (["llm-check", "--model", "x", "--params", "lots", "--base-url", "http://h/v1"], "'lots'"),
-        (["llm-check", "--base-url", "http://127.0.0.1:9/v1"], "needs --model"),
+        (["llm-check", "--base-url", "http://127.0.0.1:9/v1"], "cannot reach the LLM endpoint"),
         (["llm-check", "--model", "qwen3-8b"], "--base-url"),
     ],
 )
@@ -76,6 +76,33 @@ def test_bad_input_is_one_line_exit_2(
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+def test_llm_check_without_model_uses_the_one_served_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 37, item 7: `llm-check --base-url URL` picks the served model as `run` does
+    (GET /models, the catalog's parameter count) instead of refusing without --model."""
+    with LLMTestServer(replies=["ready"], model_ids=["Qwen/Qwen3-8B"]) as srv:
+        assert main(["llm-check", "--base-url", srv.base_url, "--json"]) == 0
+        assert [r["model"] for r in srv.requests] == ["Qwen/Qwen3-8B"]
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["served_id"] == "Qwen/Qwen3-8B" and out["model"] == "qwen3-8b"
+
+
+@pytest.mark.parametrize(("ids", "needle"), [
+    (("a/One", "b/Two"), "serves 2 models (a/One, b/Two); pick one with --model"),
+    ((), "does not list its models"),
+    (("my-org/Custom-7B",), "--params"),
+])
+def test_llm_check_without_model_refuses_like_run(
+    ids: tuple[str, ...], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LLMTestServer(replies=["ready"], model_ids=ids) as srv:
+        assert main(["llm-check", "--base-url", srv.base_url]) == 2
+        assert srv.requests == []  # refused before any call
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
 def test_closed_stdout_pipe_is_not_a_traceback() -> None:

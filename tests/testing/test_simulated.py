@@ -158,7 +158,7 @@ def test_server_serves_programs_with_usage_and_token_latency() -> None:
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["--task", "nope"], "has no simulator"),
+    (["--task", "nope"], "unknown task 'nope'"),
     (["--task", "circle_packing", "--capability", "0"], "--capability"),
     (["--task", "circle_packing", "--latency", "soon"], "--latency"),
     (["--task", "circle_packing", "--latency", "tokens", "--slots", "0"], "--slots"),
@@ -177,4 +177,4 @@ def test_light_entry_point_is_the_same_command(capsys: pytest.CaptureFixture[str
     from basevolve.cli.simulate_cmd import main
 
     assert main(["--task", "nope"]) == 2
-    assert "has no simulator" in capsys.readouterr().err
+    assert "unknown task 'nope'" in capsys.readouterr().err

@@ -14,6 +14,7 @@ import asyncio
 import json
 from typing import Any
 
+from basevolve.engine.endpoints import run_model
 from basevolve.errors import ConfigError
 from basevolve.llm import MODELS, LLMSettings, call_flops, make_client
 from basevolve.llm.catalog import parse_params
@@ -41,7 +42,8 @@ def register(subparsers: Any) -> None:
     c.add_argument(
         "--model",
         default=None,
-        help="catalog name or served id (default: embedded; required with --base-url)",
+        help="catalog name or served id (default: with --base-url the one model the server "
+        "serves, as `run` picks it; else embedded)",
     )
     c.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
@@ -99,14 +101,10 @@ def cmd_llm_check(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-tokens must be >= 1, got {args.max_tokens}")
     if not args.timeout > 0:
         raise ConfigError(f"--timeout must be > 0 seconds, got {args.timeout}")
-    model = args.model
-    if model is None:
-        if args.base_url is not None:
-            raise ConfigError(
-                "--base-url needs --model (the served model name, e.g. Qwen/Qwen3-8B)"
-            )
-        model = "embedded"
     params = parse_params(args.params) if args.params is not None else None
+    # the model `run` would use (issue 37, item 7): the one named, else the one model
+    # the endpoint serves (GET /models; several -> a line listing them), else embedded
+    model = run_model(args.model, args.base_url, params)
     settings = LLMSettings(
         max_retries=1,
         attempt_timeout_s=args.timeout,

@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from basevolve.cli.summary_table import score_text
 from basevolve.llm.decode_meter import METER, DecodeRate, decode_words
 from basevolve.terminal import clean
 
@@ -46,7 +47,7 @@ def progress_line(s: dict[str, Any], elapsed_s: float, decoding: str = "") -> st
     ``decoding`` the embedded model's token progress (:func:`decode_words`), if any."""
     rate = "-" if s.get("valid_rate") is None else f"{100 * s['valid_rate']:.0f}%"
     best = s.get("best_score")
-    best_text = "-" if best is None else f"{best:.4f}"
+    best_text = score_text(best, 4)  # 1e308 as 1e+308, not 309 digits (issue 32)
     minutes, seconds = divmod(int(elapsed_s), 60)
     calls = f"calls {s['calls_completed']}/{s['budget']}"
     kind = s.get("budget_kind")

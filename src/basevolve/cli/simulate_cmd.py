@@ -9,6 +9,10 @@ line, then serves until interrupted; point ``basevolve run --base-url URL`` at i
 ``--model NAME=CAPABILITY[:PARAMS[:DECODE_TPS]]`` (repeatable; issue 25, part 4) serves
 several named models of different capability and assumed size on the one port; each
 request's ``model`` picks one (:mod:`basevolve.testing.sim.router`).
+
+Any other task (a registered name, a ``.py`` task file, an OpenEvolve directory; issue
+37, item 6) is served by seeded edits of the parent's own EVOLVE block
+(:mod:`basevolve.testing.sim.block_edits`): a plumbing check, not a model of search.
 """
 
 from __future__ import annotations
@@ -19,17 +23,24 @@ import sys
 from typing import Any
 
 from basevolve.errors import ConfigError
+from basevolve.terminal import clean
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "simulate-server",
-        help="serve the simulated mutation LLM for a built-in task (OpenAI protocol)",
-        description="Serve a simulated LLM whose replies are real programs from the task's "
-                    "algorithmic families (paper, Appendix 'Case Studies').",
+        help="serve a simulated mutation LLM for a task (OpenAI protocol)",
+        description="Serve a simulated LLM: for circle_packing, min_max_distance and "
+                    "heilbronn_triangle, replies are real programs from the task's "
+                    "algorithmic families (paper, Appendix 'Case Studies'); for any other "
+                    "task, seeded edits of the parent's EVOLVE block (constants nudged, "
+                    "operators or lines swapped, some broken on purpose) -- a plumbing "
+                    "check, not a model of search quality.",
     )
     p.add_argument("--task", required=True,
-                   help="circle_packing, min_max_distance or heilbronn_triangle")
+                   help="circle_packing, min_max_distance or heilbronn_triangle (family "
+                        "simulator), or any other task name, .py task file or OpenEvolve "
+                        "directory (EVOLVE-block edits)")
     p.add_argument("--capability", type=float, default=None,
                    help="scales how often the good families are written (1 = default, "
                         "0.5 = a weak model, 2 = a strong one)")
@@ -94,25 +105,36 @@ def _models(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def cmd_simulate_server(args: argparse.Namespace) -> int:
-    from basevolve.testing.sim import simulated_server
+    from basevolve.testing.sim import MODELS, simulated_server
+    from basevolve.testing.sim.block_edits import block_edit_server
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {args.port}")
     models = _models(args)
     latency_s, model = _latency(args)
+    edits = args.task not in MODELS  # no family simulator: edits of the EVOLVE block
+    if edits and (models is not None or args.capability is not None):
+        raise ConfigError(f"--capability and --model apply to the family simulator "
+                          f"({', '.join(sorted(MODELS))}); --task {args.task!r} is served "
+                          "by EVOLVE-block edits: drop them")
     try:
-        srv = simulated_server(args.task, capability=args.capability,
-                               broken_rate=args.broken_rate, latency_s=latency_s,
-                               latency_model=model, port=args.port, models=models)
+        srv = (block_edit_server(args.task, broken_rate=args.broken_rate,
+                                 latency_s=latency_s, latency_model=model, port=args.port)
+               if edits else
+               simulated_server(args.task, capability=args.capability,
+                                broken_rate=args.broken_rate, latency_s=latency_s,
+                                latency_model=model, port=args.port, models=models))
     except OSError as exc:
         raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
                           "pick another --port or 0") from None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(srv.base_url, flush=True)
-    served = (f"capability {1.0 if args.capability is None else args.capability}"
+    served = ("seeded EVOLVE-block edits, a plumbing check" if edits else
+              f"capability {1.0 if args.capability is None else args.capability}"
               if models is None else
               "models " + ", ".join(f"{n} (capability {m.capability})" for n, m in models.items()))
-    print(f"simulated {args.task} LLM ({served}); Ctrl-C to stop", file=sys.stderr, flush=True)
+    print(f"simulated {clean(args.task)} LLM ({served}); Ctrl-C to stop", file=sys.stderr,
+          flush=True)
     try:
         srv.serve_forever()
     except (KeyboardInterrupt, SystemExit):

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from basevolve.cli.summary_table import score_text
+
 if TYPE_CHECKING:
     from basevolve.store import RunStore
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list the runs in a store",
                        description="List the runs of a store: status, task, budget, calls "
-                                   "completed and best score.")
+                                   "completed, the initial program's score and the best.")
     p.add_argument("--store", required=True, help="run store file")
     p.add_argument("--json", action="store_true", help="one JSON list on the last line")
     p.set_defaults(func=runs_command)
@@ -72,6 +74,8 @@ def runs_command(args: argparse.Namespace) -> int:
         for r in runs:
             totals = store.totals(r["run_id"])
             best = store.query("SELECT max(score) FROM programs WHERE run_id=?", (r["run_id"],))[0][0]
+            start = store.query("SELECT score FROM programs WHERE run_id=? AND is_initial=1",
+                                (r["run_id"],))  # "start -> best" (issue 37, item 3)
             cfg = RunConfig.from_dict(json.loads(r["config_json"]))
             budget = budget_report(store, cfg, r["active_params"])
             # per model (issue 25): the summary's own breakdown, one model for older runs
@@ -85,7 +89,8 @@ def runs_command(args: argparse.Namespace) -> int:
                          "calls_completed": totals["calls_completed"],
                          "calls_lost": totals["calls_lost"],
                          "calls_lost_charged": totals["calls_lost_charged"],
-                         "flops_lost": totals["flops_lost"], "best_score": best,
+                         "flops_lost": totals["flops_lost"],
+                         "start_score": start[0][0] if start else None, "best_score": best,
                          "flops": totals["flops"],
                          "usage_impossible": totals["usage_impossible"],
                          "decisions_with_choice": totals["decisions_with_choice"],
@@ -96,7 +101,7 @@ def runs_command(args: argparse.Namespace) -> int:
         print(json.dumps(rows))
         return 0
     head: tuple[str, ...] = ("run_id", "status", "task", "budget", "calls_completed",
-                             "best_score")
+                             "start_score", "best_score")
     if any(len(r["models"]) > 1 for r in rows):  # a column only where a run mixed models
         head = (*head[:3], "models", *head[3:])
     table = [head] + [tuple(_cell(r, h) for h in head) for r in rows]
@@ -117,7 +122,7 @@ def _cell(row: dict[str, Any], column: str) -> str:
         return "-"
     from basevolve.terminal import clean  # a task name or run id from outside
 
-    return f"{value:.6f}" if isinstance(value, float) else clean(value)
+    return score_text(value) if isinstance(value, float) else clean(value)
 
 
 def export_command(args: argparse.Namespace) -> int:

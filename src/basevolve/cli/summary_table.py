@@ -8,6 +8,7 @@ ids, task names) goes through :func:`basevolve.terminal.clean`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -20,7 +21,7 @@ def summary_table(s: dict[str, Any]) -> str:
         ("calls completed (lost)", f"{s['calls_completed']} ({s['calls_lost']})"),
         *([("replies cut at max_tokens", f"{s['calls_truncated']} of {s['calls_completed']} "
             "(finish_reason = length; raise --max-tokens)")] if s.get("calls_truncated") else []),
-        ("best score", "-" if s["best_score"] is None else f"{s['best_score']:.6f}"),
+        _score_row(s),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
         *([("scored by (trust)", s["trust"])] if s.get("trust") else []),
         *([("evaluator feedback in prompts", s["feedback"])]
@@ -47,6 +48,29 @@ def summary_table(s: dict[str, Any]) -> str:
     from basevolve.terminal import clean  # model ids, task names: text from outside
 
     return "\n".join(f"{k:<{width}}  {clean(v)}" for k, v in rows)
+
+
+def score_text(value: float | None, digits: int = 6) -> str:
+    """A score a person can read: ``digits`` decimals in the usual range, scientific
+    notation outside it (issue 32: a forged 1e308 printed as 309 digits), ``-`` for none."""
+    if value is None:
+        return "-"
+    if not math.isfinite(value) or (value != 0 and not 1e-4 <= abs(value) < 1e6):
+        return f"{value:.{digits}g}"
+    return f"{value:.{digits}f}"
+
+
+def _score_row(s: dict[str, Any]) -> tuple[str, str]:
+    """``start -> best`` (issue 37, item 3): the initial program's score beside the best,
+    so a run that found nothing better says so.  Summaries stored before the start
+    score was recorded show the best alone."""
+    best, start = s["best_score"], s.get("start_score")
+    if start is None or best is None:
+        return ("best score", score_text(best))
+    gain = best - start
+    change = (f"+{score_text(gain)}" if gain > 0 and math.isfinite(gain)
+              else "improved" if gain > 0 else "not improved")
+    return ("start -> best score", f"{score_text(start)} -> {score_text(best)} ({change})")
 
 
 def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
@@ -86,4 +110,4 @@ def _budget_row(s: dict[str, Any]) -> tuple[str, str]:
             f"{limit:.4g} ({s['budget_spent']:.4g}) / {s['breadth']}")
 
 
-__all__ = ["summary_table"]
+__all__ = ["score_text", "summary_table"]

@@ -38,6 +38,7 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
     assert row is not None  # runs are never deleted
     status = row["status"]
     b = best[0] if best else None
+    start = store.query("SELECT score FROM programs WHERE run_id=? AND is_initial=1", (run,))
     initial = b["score"] if b is not None and b["is_initial"] else None
     traj_best = [r["best"] if r["best"] is not None else (initial or 0.0) for r in per_traj]
     models = model_breakdown(store.query, run, cfg.model)  # several models (issue 25)
@@ -54,6 +55,9 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         "deterministic": cfg.deterministic,
         "window": cfg.decision_window if cfg.deterministic else None,
         **totals,
+        # the initial program's score (issue 37, item 3): "start -> best" says whether
+        # the search improved at all
+        "start_score": start[0]["score"] if start else None,
         "best_score": None if b is None else b["score"],
         "best_strict_score": None if b is None else b["strict_score"],
         "best_program_id": None if b is None else b["program_id"],

@@ -40,6 +40,9 @@ log = logging.getLogger("basevolve.llm")
 #: and its implementation so the two signatures cannot drift apart.
 DEFAULT_TEMPERATURE = 0.6
 DEFAULT_TOP_P = 0.95
+# An attempt's error as stored and shown on the terminal: the server's whole reason up to
+# this many characters (issue 37, item 5: a retry warning cut the reason at 120)
+ERROR_CHARS = 500
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
@@ -230,9 +233,9 @@ class RetryingClient:
                     )
                     for reply in replies
                 ]
-            error = self._redact(failure.error)[:500]
+            error = self._redact(failure.error)[:ERROR_CHARS]
             if failure.usage_error:  # first, so the summary can count it (llm/usage.py)
-                error = f"{failure.usage_error}; {error}"[:500]
+                error = f"{failure.usage_error}; {error}"[:ERROR_CHARS]
             attempts.append(
                 Attempt(
                     index,
@@ -254,7 +257,7 @@ class RetryingClient:
                 "LLM attempt %d failed (%s: %s); retrying in %.2f s",
                 index,
                 failure.status.value,
-                error[:120],
+                error,  # the server's whole reason, capped at ERROR_CHARS (issue 37, item 5)
                 wait,
             )
             await asyncio.sleep(wait)
@@ -273,6 +276,7 @@ class RetryingClient:
 __all__ = [
     "DEFAULT_TEMPERATURE",
     "DEFAULT_TOP_P",
+    "ERROR_CHARS",
     "AttemptFailure",
     "LLMClient",
     "Reply",

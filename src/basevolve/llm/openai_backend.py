@@ -37,7 +37,7 @@ import aiohttp
 
 from basevolve import __version__
 from basevolve.errors import ConfigError, LLMError
-from basevolve.llm.base import AttemptFailure, Reply, RetryingClient
+from basevolve.llm.base import ERROR_CHARS, AttemptFailure, Reply, RetryingClient
 from basevolve.llm.catalog import ModelSpec
 from basevolve.llm.settings import LLMSettings
 from basevolve.llm.usage import (
@@ -334,7 +334,7 @@ class OpenAIClient(RetryingClient):
         status = AttemptStatus.RATE_LIMITED if code == 429 else AttemptStatus.HTTP_ERROR
         return AttemptFailure(
             status,
-            f"HTTP {code}: {detail[:300]}",
+            f"HTTP {code}: {detail[:ERROR_CHARS - 20]}",  # the whole reason, capped
             retryable=code >= 500 or code in _RETRY_STATUSES,
             http_status=code,
             retry_after_s=_retry_after(response.headers),
