@@ -85,6 +85,7 @@ def main() -> int:
         print(ours.stderr[-2000:], file=sys.stderr)
         return 1
     row = json.loads(ours.stdout.strip().splitlines()[-1])
+    row = row[0] if isinstance(row, list) else row  # evaluate --json: one list (issue 37)
     print(json.dumps({"task": task.name, "config": args.config, "program": scored.name,
                       "openevolve": reference["fitness"],
                       "openevolve_s": round(reference["seconds"], 2),
