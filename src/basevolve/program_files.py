@@ -235,6 +235,15 @@ def write_folder(files: Mapping[str, str], root: Path) -> list[Path]:
     return written
 
 
+def write_program_folder(text: str, folder: Path) -> Path:
+    """Write the packed program ``text`` as the files of ``folder`` (made when missing;
+    ``best_program/`` of a run's outputs, ``export``'s program folders); its path."""
+    files = unpack(text)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_folder(files, folder)
+    return folder
+
+
 __all__ = ["LANGUAGE", "MAX_FILES", "MAX_TOTAL_CHARS", "ProgramFilesError", "check_files",
            "header", "is_packed", "pack", "path_problem", "read_folder", "unpack",
-           "write_folder"]
+           "write_folder", "write_program_folder"]

@@ -34,6 +34,7 @@ from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
 from basevolve.tasks.scoring import score_or_raise
+from basevolve.tasks.text import answered_by_llm
 
 
 def register(subparsers: Any) -> None:
@@ -107,7 +108,7 @@ def task_details(spec: str) -> dict[str, Any]:
 
 def _trust(task: Task) -> Trust:
     """The trust level a run of ``task`` records (by the evaluator that scores it)."""
-    if task.artifact != "program":
+    if answered_by_llm(task):
         return Trust.NOT_RUN
     from basevolve.engine.evaluators import EVALUATORS
 
@@ -136,6 +137,7 @@ def directory_details(task: Any) -> dict[str, Any]:
         "stages": list(st.stages),
         "timeout_s": st.timeout_s,
         "evaluator_args": sorted(st.evaluator_args),
+        "program": getattr(task, "program_note", None),  # a folder or a prompt (issue 31)
         "system_message_from": ("config.yaml prompt.system_message"
                                 if task.config_system_message else "basevolve's default"),
     }
@@ -213,8 +215,11 @@ def _show_directory(d: dict[str, Any]) -> None:
     print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
           f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
           "per file, no network")
-    print(f"entry function  {d['entry']}() -- the program's main function (first def of the "
-          "EVOLVE block); it picks the program out of an LLM reply")
+    if x.get("program"):
+        print(f"program         {x['program']}")
+    else:
+        print(f"entry function  {d['entry']}() -- the program's main function (first def of "
+              "the EVOLVE block); it picks the program out of an LLM reply")
     print(f"system message  from {x['system_message_from']}")
     print(f"files           {len(x['files'])} sent to each evaluation's sandbox "
           f"({x['total_bytes']:,} bytes):")

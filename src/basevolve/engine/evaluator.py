@@ -17,6 +17,7 @@ from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.base import Task
 from basevolve.tasks.scoring import ScorerGuard, default_log_path
+from basevolve.tasks.text import answered_by_llm
 
 log = logging.getLogger("basevolve.tasks")
 
@@ -31,7 +32,7 @@ def start_pool(task: Task) -> Any | None:
     overlaps building the client, probing the endpoint and writing the store instead of
     following them (:class:`basevolve.sandbox.SandboxPool`, ``background=True``).
     """
-    if getattr(task, "artifact", "program") != "program":
+    if answered_by_llm(task):
         return None
     from basevolve.sandbox import SandboxPool
 

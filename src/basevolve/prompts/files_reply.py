@@ -7,7 +7,8 @@ every file with its path; a reply names each file it changes with the same heade
 * **full rewrite** (``format`` ``full``, ShinkaEvolve's ``<CODE>``): after a file's header
   line its complete new content, in a fenced block (or, when the whole reply is one
   fenced block of header-separated files, up to the next header); files the reply does
-  not name stay as the parent has them; a reply may add a file;
+  not name stay as the parent has them; a reply may add a file.  A section that holds
+  SEARCH/REPLACE blocks edits its file instead (models answer with edits unasked);
 * **SEARCH/REPLACE** (``format`` ``diff``, ShinkaEvolve's ``<DIFF>``): after a file's
   header line, SEARCH/REPLACE blocks applied to that file by the one strict applier
   (:func:`~basevolve.prompts.diff.apply_search_replace`), confined to the file's
@@ -32,6 +33,15 @@ from basevolve.prompts.diff import MARKERS, apply_search_replace, evolve_blocks,
 from basevolve.prompts.formats import section
 from basevolve.prompts.parse import ParsedProgram, strip_think
 
+#: Added to a program of several files' system message: how the files are shown and how
+#: a reply names the files it changes.
+FORMAT_NOTE = (
+    "The program consists of several files. Each file is shown after a line "
+    "'# === FILE: path ===' that gives its path. To change files, write for each file you "
+    "change its line '# === FILE: path ===' followed by the file's complete new content in "
+    "a fenced code block (or, when asked for SEARCH/REPLACE edits, that line followed by "
+    "the edits for that file). Files you do not name stay as they are; paths are relative "
+    "to the program folder.")
 _REPLY_HEADER = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*)?=== FILE:[ \t]*`?(?P<path>[^`\n]*?)`?[ \t]*==="
     r"(?P<noeol>[ \t]*\(no newline at end\))?(?:\*\*)?[ \t]*$")
@@ -120,19 +130,41 @@ def _named(found: list[Section]) -> ParsedProgram | None:
     return None
 
 
-def parse_files_rewrite(parent_code: str, reply: str) -> ParsedProgram:
-    """The parent with each file the reply names replaced by its new content."""
-    files = _parent(parent_code)
-    if isinstance(files, ParsedProgram):
-        return files
-    _, found = sections(strip_think(reply or ""))
+def _apply(files: dict[str, str], found: list[Section], confine: bool, kind: str
+           ) -> ParsedProgram:
+    """Each named file replaced whole, or edited by its SEARCH/REPLACE blocks."""
     refused = _named(found)
     if refused is not None:
         return refused
     changed = dict(files)
+    methods: list[str] = []
     for s in found:
-        changed[s.path] = file_content(s)
-    return _checked(changed, "files:" + ",".join(dict.fromkeys(s.path for s in found)))
+        parsed = parse_edits(s.text)
+        if not parsed.edits and parsed.error is None:
+            changed[s.path] = file_content(s)  # a file given whole
+            methods.append(s.path)
+            continue
+        if s.path not in changed:
+            return ParsedProgram(None, f"diff not applied: the program has no file {s.path!r} "
+                                       "(a new file is given whole, in a fenced block)", "none")
+        code = changed[s.path]
+        res = apply_search_replace(code, s.text, require_in_evolve_block=confine and bool(
+            evolve_blocks(code, MARKERS)))
+        if res.code is None:
+            return ParsedProgram(None, f"diff not applied to {s.path}: {res.error}", "none")
+        changed[s.path] = res.code
+        methods.append(f"{s.path}=" + ",".join(res.methods))
+    return _checked(changed, f"{kind}:" + ";".join(methods))
+
+
+def parse_files_rewrite(parent_code: str, reply: str) -> ParsedProgram:
+    """The parent with each file the reply names replaced by its new content (a section
+    of SEARCH/REPLACE blocks edits its file instead)."""
+    files = _parent(parent_code)
+    if isinstance(files, ParsedProgram):
+        return files
+    _, found = sections(strip_think(reply or ""))
+    return _apply(files, found, False, "files")
 
 
 def parse_files_diff(parent_code: str, reply: str, *, confine: bool = True) -> ParsedProgram:
@@ -146,28 +178,7 @@ def parse_files_diff(parent_code: str, reply: str, *, confine: bool = True) -> P
             return ParsedProgram(None, "SEARCH/REPLACE blocks before any '# === FILE: path ===' "
                                        "line; name the file each edit belongs to", "none")
         found = [Section(next(iter(files)), before, False), *found]
-    refused = _named(found)
-    if refused is not None:
-        return refused
-    changed = dict(files)
-    methods: list[str] = []
-    for s in found:
-        parsed = parse_edits(s.text)
-        if not parsed.edits and parsed.error is None:
-            changed[s.path] = file_content(s)  # a file given whole
-            methods.append(f"{s.path}=full")
-            continue
-        if s.path not in changed:
-            return ParsedProgram(None, f"diff not applied: the program has no file {s.path!r} "
-                                       "(a new file is given whole, in a fenced block)", "none")
-        code = changed[s.path]
-        res = apply_search_replace(code, s.text, require_in_evolve_block=confine and bool(
-            evolve_blocks(code, MARKERS)))
-        if res.code is None:
-            return ParsedProgram(None, f"diff not applied to {s.path}: {res.error}", "none")
-        changed[s.path] = res.code
-        methods.append(f"{s.path}=" + ",".join(res.methods))
-    return _checked(changed, "files-diff:" + ";".join(methods))
+    return _apply(files, found, confine, "files-diff")
 
 
 def parse_files_reply(parent_code: str, reply: str, fmt: str = "full", *,
@@ -186,5 +197,5 @@ def parse_files_reply(parent_code: str, reply: str, fmt: str = "full", *,
     return parse_files_rewrite(parent_code, reply)
 
 
-__all__ = ["Section", "file_content", "parse_files_diff", "parse_files_reply",
+__all__ = ["FORMAT_NOTE", "Section", "file_content", "parse_files_diff", "parse_files_reply",
            "parse_files_rewrite", "sections"]

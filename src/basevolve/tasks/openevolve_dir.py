@@ -117,13 +117,16 @@ def _fail(path: Path, problem: str) -> TaskError:
     return TaskError(f"task directory {str(path)!r}: {problem}")
 
 
-def read_directory(path: Path) -> TaskDirectory:
-    """Read every file of the task directory ``path`` (see the module docstring)."""
+def read_directory(path: Path, required: tuple[str, ...] = (INITIAL_FILE, EVALUATOR_FILE)
+                   ) -> TaskDirectory:
+    """Read every file of the task directory ``path`` (see the module docstring);
+    ``required``: the files it must hold (a folder or prompt program: only evaluator.py,
+    :mod:`basevolve.tasks.openevolve_layouts`)."""
     if not path.is_dir():
         raise TaskError(f"task directory {str(path)!r} does not exist or is not a directory")
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
-        if not (path / required).is_file():
-            raise _fail(path, f"has no {required}; an OpenEvolve task directory needs "
+    for required_file in required:
+        if not (path / required_file).is_file():
+            raise _fail(path, f"has no {required_file}; an OpenEvolve task directory needs "
                         f"{INITIAL_FILE} and {EVALUATOR_FILE}")
     text: dict[str, str] = {}
     binary: dict[str, bytes] = {}
@@ -158,12 +161,12 @@ def read_directory(path: Path) -> TaskDirectory:
             text[rel] = data.decode("utf-8")
         except UnicodeDecodeError:
             binary[rel] = data
-    for required in (INITIAL_FILE, EVALUATOR_FILE):
-        if (path / required).is_symlink():
-            raise _fail(path, f"{required} is a symbolic link; links are not sent to the "
+    for required_file in required:
+        if (path / required_file).is_symlink():
+            raise _fail(path, f"{required_file} is a symbolic link; links are not sent to the "
                         "sandbox, so copy the file into the directory")
-        if required not in text:
-            raise _fail(path, f"{required} is not UTF-8 text")
+        if required_file not in text:
+            raise _fail(path, f"{required_file} is not UTF-8 text")
     return TaskDirectory(path, text, binary, tuple(skipped), _read_config(path, text))
 
 
@@ -319,16 +322,7 @@ class OpenEvolveDirTask(Task):
     def __init__(self, directory: TaskDirectory) -> None:
         path, config = directory.path, directory.config
         self.directory = directory
-        initial = directory.text_files[INITIAL_FILE]
-        try:
-            entry = main_function(initial)
-        except SyntaxError as exc:
-            raise _fail(path, f"{INITIAL_FILE} has a syntax error at line {exc.lineno}: "
-                        f"{exc.msg}") from None
-        language = config.get("language")
-        if language not in (None, "python"):
-            raise _fail(path, f"{CONFIG_FILE}: language={language!r}; basevolve runs Python "
-                        "task directories only")
+        initial, entry = self.initial_and_entry(directory)
         functions = evaluator_functions(path, directory.text_files[EVALUATOR_FILE])
         self.settings = evaluator_settings(path, config, functions)
         prompt = _section(path, config, "prompt").get("system_message")
@@ -343,6 +337,21 @@ class OpenEvolveDirTask(Task):
         self.description = (str(description) if description is not None  # type: ignore[misc]
                             else f"OpenEvolve task directory {path.name}")
         self.timeout_s = self.settings.timeout_s  # type: ignore[misc]
+
+    def initial_and_entry(self, directory: TaskDirectory) -> tuple[str, str | None]:
+        """The initial program's text and its main function (a hook: a folder or a prompt
+        file is read by :mod:`basevolve.tasks.openevolve_layouts`)."""
+        path, initial = directory.path, directory.text_files[INITIAL_FILE]
+        try:
+            entry = main_function(initial)
+        except SyntaxError as exc:
+            raise _fail(path, f"{INITIAL_FILE} has a syntax error at line {exc.lineno}: "
+                        f"{exc.msg}") from None
+        language = directory.config.get("language")
+        if language not in (None, "python"):
+            raise _fail(path, f"{CONFIG_FILE}: language={language!r}; basevolve runs Python "
+                        "task directories only")
+        return initial, entry
 
     @property
     def initial_program(self) -> str:

@@ -108,11 +108,33 @@ def _write(root: str, rel: str, data: bytes) -> None:
         fh.write(data)
 
 
-def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str) -> dict:
+def _write_candidate(work: str, program: Any, name: str | None) -> str:
+    """The candidate as a file, or as a folder of files (checked again by ``_write``)."""
+    if name is not None and (not isinstance(name, str) or "/" in name or name in ("", ".", "..")):
+        raise ValueError(f"refusing the candidate name {name!r}")
+    if isinstance(program, dict):
+        folder = os.path.join(work, os.path.dirname(CANDIDATE), name or "program")
+        os.makedirs(folder)
+        for rel, text in program.items():
+            _write(folder, rel, text.encode("utf-8"))
+        return folder
+    path = os.path.join(work, os.path.dirname(CANDIDATE), name or os.path.basename(CANDIDATE))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(program)
+    return path
+
+
+def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any,
+          name: str | None = None) -> dict:
     """Write the task directory's copy and the candidate, import ``evaluator.py``.
 
-    Returns ``{"functions": [...], "openevolve": "installed" | "stand-in"}``: which of
-    ``evaluate`` / ``evaluate_stage1..3`` the imported evaluator defines.
+    ``program``: the candidate's source, or ``{relative path: text}`` for a program of
+    several files (issue 31), written as the folder ``candidate/<name>`` whose path the
+    evaluator receives; ``name``: the candidate's file or folder name (a prompt file
+    keeps its own, e.g. ``prompt.txt``).  Returns ``{"functions": [...], "openevolve":
+    "installed" | "stand-in"}``: which of ``evaluate`` / ``evaluate_stage1..3`` the
+    imported evaluator defines.
     """
     work = os.getcwd()
     task_dir = os.path.join(work, TASK_DIR)
@@ -121,10 +143,7 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str
         _write(task_dir, rel, text.encode("utf-8"))
     for rel, encoded in binary_files.items():
         _write(task_dir, rel, base64.b64decode(encoded))
-    program_path = os.path.join(work, CANDIDATE)
-    os.makedirs(os.path.dirname(program_path), exist_ok=True)
-    with open(program_path, "w", encoding="utf-8") as fh:
-        fh.write(program)
+    program_path = _write_candidate(work, program, name)
     # This harness was imported as the module ``program``; an evaluator that imports the
     # candidate under that name must get the candidate, not us.
     sys.modules.pop("program", None)

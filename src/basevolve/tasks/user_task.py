@@ -46,7 +46,7 @@ def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task
         return build_task(TASKS.get(text), params)
     path = Path(text).expanduser()
     if path.is_dir():  # an OpenEvolve task directory (issue 21, part 2)
-        from basevolve.tasks.openevolve_dir import load_task_directory
+        from basevolve.tasks.openevolve_layouts import load_task_directory
 
         if params:
             raise ConfigError(f"task directory {text!r} takes no --task-param; got "
