@@ -158,3 +158,47 @@ def test_bad_layouts_are_one_line_exit_2(tmp_path, capsys, breaks, message):
     assert main(["tasks", "--show", str(directory)]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_island_protocol_in_diff_mode_edits_files_per_file(tmp_path, capsys):
+    edit = ("I change the loop and the weights.\n# === FILE: solver.py ===\n```\n"
+            "<<<<<<< SEARCH\n    for item in items:\n=======\n"
+            "    for item in sorted(items)[:2]:\n>>>>>>> REPLACE\n```\n"
+            "# === FILE: lib/weights.py ===\n<<<<<<< SEARCH\n    return item\n=======\n"
+            "    return item * 1\n>>>>>>> REPLACE\n")
+    hostile = "# === FILE: /etc/passwd ===\n<<<<<<< SEARCH\nroot\n=======\nowned\n>>>>>>> REPLACE\n"
+    store, _ = run(tmp_path, MIXED, [edit, hostile], "--protocol", "openevolve",
+                   "--protocol-param", "mode=diff", "--protocol-param", "num_islands=1")
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["calls_completed"] == 2
+    first, second = children(store)
+    files = unpack(first["code"])
+    assert files["solver.py"] == BETTER_SOLVER and files["lib/weights.py"].endswith("* 1\n")
+    assert first["valid"] and first["score"] == 1.0
+    assert second["code"] is None and "is absolute" in second["error"]
+    user = json.loads(rows(store, "SELECT messages_json FROM calls ORDER BY seq")[0]
+                      ["messages_json"])[1]["content"]
+    assert "SEARCH" in user and "# === FILE: solver.py ===" in user
+
+
+def test_export_writes_each_program_as_a_folder_of_its_files(tmp_path, capsys):
+    rewrite = "# === FILE: solver.py ===\n```python\n" + BETTER_SOLVER + "```\n"
+    store, _ = run(tmp_path, MIXED, [rewrite])
+    capsys.readouterr()
+    # a stored text that does not unpack (written by another tool) is skipped, never written
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("UPDATE programs SET code = ? WHERE call_id IS NOT NULL",
+                    ("# === FILE: ../../escaped.txt ===\nowned\n",))
+    con.close()
+    out = tmp_path / "export"
+    assert main(["export", "--store", str(store), "--out", str(out), "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    initial = out / "program_files" / "r" / "1"
+    assert str(initial) in paths and (initial / "solver.py").read_text() == SOLVER
+    assert (initial / "params.json").read_text() == '{"items": [5, 4, 3], "capacity": 7}'
+    assert (initial / "lib" / "weights.py").is_file()
+    assert not (out / "program_files" / "r" / "2").exists()
+    skipped = (out / "program_files" / "SKIPPED.txt").read_text()
+    assert "program 2" in skipped and "steps out of the program folder" in skipped
+    assert not list(tmp_path.rglob("escaped.txt"))
