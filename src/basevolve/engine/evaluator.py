@@ -39,6 +39,14 @@ def start_pool(task: Task) -> Any | None:
     return SandboxPool(background=True)
 
 
+def sandbox_source(task: Any, code: str) -> str:
+    """What the sandbox runs for ``code``: the program itself, or what the task makes of
+    it (a program of several files writes its folder first, issue 31:
+    :meth:`basevolve.tasks.folder_program.FolderTask.sandbox_source`)."""
+    make = getattr(task, "sandbox_source", None)
+    return code if make is None else make(code)
+
+
 class SandboxEvaluator:
     """Evaluates programs of one task on a :class:`basevolve.sandbox.SandboxPool`.
 
@@ -89,7 +97,8 @@ class SandboxEvaluator:
         after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row the run fails cleanly (resumable).
         """
         try:
-            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s)
+            result = await self.pool.arun(sandbox_source(self.task, code), self.task.entry,
+                                          timeout_s=self.task.timeout_s)
         except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
             # else (a bug, a crash) propagates and the run stays resumable
             return self.sandbox_failure(exc)
