@@ -202,3 +202,21 @@ def test_export_writes_each_program_as_a_folder_of_its_files(tmp_path, capsys):
     skipped = (out / "program_files" / "SKIPPED.txt").read_text()
     assert "program 2" in skipped and "steps out of the program folder" in skipped
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_evaluate_takes_a_program_folder_and_a_prompt_file(tmp_path, capsys):
+    folder = tmp_path / "better"
+    shutil.copytree(MIXED / "initial_program", folder)
+    (folder / "solver.py").write_text(BETTER_SOLVER)
+    assert main(["evaluate", "--task", str(MIXED), str(folder), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["score"] == 1.0 and row["metrics"]["files"] == 4.0
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("Sentiment, positive or negative, in one word:\n{input_text}\n")
+    assert main(["evaluate", "--task", str(PROMPT), str(prompt), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["score"] == 0.75 and row["trust"] == "evaluator-in-sandbox"
+    (folder / "link.py").symlink_to("/etc/hostname")
+    assert main(["evaluate", "--task", str(MIXED), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "program folder" in err and "symbolic link" in err and len(err.strip().splitlines()) == 1

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import ConfigError, SandboxError
+from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
+from basevolve.program_files import ProgramFilesError, pack, read_folder
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
@@ -267,7 +269,7 @@ class _Outcome:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     task = load_task(args.task)
-    if task.artifact != "program":
+    if answered_by_llm(task):
         raise ConfigError(f"task {task.name!r} evolves text that an answering LLM scores; "
                           "`evaluate` runs programs in the sandbox. Score a template with "
                           f"`basevolve run --task {args.task} --task-param template=FILE "
@@ -282,6 +284,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     sources: list[tuple[str, str]] = []
     for name in args.files:
         path = Path(name)
+        if path.is_dir() and task.language == FILES_LANGUAGE:  # a folder (issue 31)
+            try:
+                sources.append((name, pack(read_folder(path))))
+            except ProgramFilesError as exc:
+                raise ConfigError(f"program folder {name!r}: {exc}") from None
+            continue
         if not path.is_file():
             raise ConfigError(f"program file {name!r} does not exist (or is not a file)")
         try:
