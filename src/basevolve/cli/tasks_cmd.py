@@ -26,12 +26,10 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from basevolve.cli.program_sources import read_programs
 from basevolve.errors import ConfigError, SandboxError
-from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
-from basevolve.program_files import ProgramFilesError, pack, read_folder
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
@@ -217,11 +215,9 @@ def _show_directory(d: dict[str, Any]) -> None:
     print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
           f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
           "per file, no network")
-    if x.get("program"):
-        print(f"program         {x['program']}")
-    else:
-        print(f"entry function  {d['entry']}() -- the program's main function (first def of "
-              "the EVOLVE block); it picks the program out of an LLM reply")
+    print(f"program         {x['program']}" if x.get("program") else  # issue 31
+          f"entry function  {d['entry']}() -- the program's main function (first def of the "
+          "EVOLVE block); it picks the program out of an LLM reply")
     print(f"system message  from {x['system_message_from']}")
     print(f"files           {len(x['files'])} sent to each evaluation's sandbox "
           f"({x['total_bytes']:,} bytes):")
@@ -281,21 +277,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--timeout {args.timeout!r} is too long; the sandbox allows at most {MAX_TIMEOUT_S:g} s"
         )
-    sources: list[tuple[str, str]] = []
-    for name in args.files:
-        path = Path(name)
-        if path.is_dir() and task.language == FILES_LANGUAGE:  # a folder (issue 31)
-            try:
-                sources.append((name, pack(read_folder(path))))
-            except ProgramFilesError as exc:
-                raise ConfigError(f"program folder {name!r}: {exc}") from None
-            continue
-        if not path.is_file():
-            raise ConfigError(f"program file {name!r} does not exist (or is not a file)")
-        try:
-            sources.append((name, path.read_text(encoding="utf-8", errors="replace")))
-        except OSError as exc:
-            raise ConfigError(f"cannot read program file {name!r}: {exc.strerror}") from None
+    sources = read_programs(task, args.files)
     emit = _print_json if args.json else _TablePrinter(task, args.strict).row
     asyncio.run(_evaluate_all(task, sources, timeout, emit, strict=args.strict))
     return 0

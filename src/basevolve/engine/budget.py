@@ -49,7 +49,6 @@ from typing import Any
 
 from basevolve.llm.flops import NoUsagePolicy, attempt_flops, attempt_tokens
 from basevolve.records import Completion
-from basevolve.tasks.text import answered_by_llm
 
 #: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens/-usd``.
 BUDGET_KINDS: tuple[str, ...] = ("calls", "flops", "tokens", "usd")
@@ -310,7 +309,7 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
     from basevolve.protocols import PROTOCOLS, Child
 
     evals = bool(getattr(cfg, "count_eval_calls", False))
-    if evals and not answered_by_llm(task):
+    if evals and not callable(getattr(task, "evaluate_text", None)):  # answering calls
         raise ConfigError(f"--count-eval-calls charges the answering-LLM calls of a text task "
                           f"(e.g. prompt_optimization); task {task.name!r} makes none")
     if cfg.budget_kind == "calls" and not evals:

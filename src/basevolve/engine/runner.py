@@ -29,11 +29,10 @@ from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs
 from basevolve.engine.resumable import check_resumable
 from basevolve.engine.summary import build_summary, write_outputs
-from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
+from basevolve.engine.text_eval import AnswerSetup, answer_setup, answered_by_llm, text_evaluator
 from basevolve.errors import ConfigError, StoreError
 from basevolve.llm.settings import LLMSettings, default_max_tokens
 from basevolve.store import RunStore
-from basevolve.tasks.text import answered_by_llm
 
 Progress = Callable[[dict[str, Any]], None]
 Notify = Callable[[str], None]

@@ -233,5 +233,5 @@ def text_evaluator(task: Any, setup: AnswerSetup, no_usage: Any = None) -> TextE
                          max_in_flight=int(a.get("max_in_flight", 16)), no_usage=no_usage)
 
 
-__all__ = ["AnswerSetup", "TextEvaluator", "answer_setup", "cache_key", "text_evaluator",
-           "worst_case_eval_units"]
+__all__ = ["AnswerSetup", "TextEvaluator", "answer_setup", "answered_by_llm", "cache_key",
+           "text_evaluator", "worst_case_eval_units"]
