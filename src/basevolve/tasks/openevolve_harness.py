@@ -108,7 +108,7 @@ def _write(root: str, rel: str, data: bytes) -> None:
         fh.write(data)
 
 
-def _write_candidate(work: str, program: Any, name: str | None) -> str:
+def write_candidate(work: str, program: Any, name: str | None) -> str:
     """The candidate as a file, or as a folder of files (checked again by ``_write``)."""
     if name is not None and (not isinstance(name, str) or "/" in name or name in ("", ".", "..")):
         raise ValueError(f"refusing the candidate name {name!r}")
@@ -143,7 +143,7 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any
         _write(task_dir, rel, text.encode("utf-8"))
     for rel, encoded in binary_files.items():
         _write(task_dir, rel, base64.b64decode(encoded))
-    program_path = _write_candidate(work, program, name)
+    program_path = write_candidate(work, program, name)
     # This harness was imported as the module ``program``; an evaluator that imports the
     # candidate under that name must get the candidate, not us.
     sys.modules.pop("program", None)
