@@ -28,6 +28,13 @@ def test_full_rewrite_of_named_files_keeps_the_others():
     assert parsed.method == "files:params.json;kernel.cpp"
 
 
+def test_prose_between_a_header_and_its_fence_is_not_part_of_the_file():
+    reply = ("# === FILE: kernel.cpp ===\nThe kernel now returns 2:\n\n```cpp\n"
+             "int f() { return 2; }\n```\nThat is all.\n")
+    assert unpack(parse_files_rewrite(PARENT, reply).code)["kernel.cpp"] == \
+        "int f() { return 2; }\n"
+
+
 def test_one_fence_of_header_separated_files_and_a_new_file():
     reply = ("```\n# === FILE: params.json === (no newline at end)\n{\"n\": 5}\n"
              "# === FILE: extra/notes.md ===\nhello\n```\n")

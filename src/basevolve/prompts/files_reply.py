@@ -50,46 +50,63 @@ _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[^`\n]*$")
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """One file named in a reply: its path, the text after its header, and the flag."""
+    """One file named in a reply: its path, the text after its header, whether the header
+    stood inside a fenced block (one block of header-separated files), and the flag."""
 
     path: str
     text: str
     no_eol: bool
+    inside: bool = False
+
+
+def _closer(line: str) -> re.Pattern[str] | None:
+    m = _FENCE_OPEN.match(line)
+    if m is None:
+        return None
+    fence = m.group("fence")
+    return re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
 
 
 def sections(reply: str) -> tuple[str, list[Section]]:
     """The text before the first header line, and every header's section in order."""
     lines = reply.replace("\r\n", "\n").split("\n")
     before: list[str] = []
-    found: list[tuple[str, bool, list[str]]] = []
+    found: list[tuple[str, bool, bool, list[str]]] = []
+    close: re.Pattern[str] | None = None  # the open fence's closing line, if one is open
     for line in lines:
         m = _REPLY_HEADER.match(line)
         if m is not None:
-            found.append((m.group("path").strip(), m.group("noeol") is not None, []))
-        elif found:
-            found[-1][2].append(line)
-        else:
-            before.append(line)
-    return "\n".join(before), [Section(p, "\n".join(body), e) for p, e, body in found]
+            found.append((m.group("path").strip(), m.group("noeol") is not None,
+                          close is not None, []))
+            continue
+        if close is not None and close.match(line):
+            close = None
+        elif close is None:
+            close = _closer(line)
+        (found[-1][3] if found else before).append(line)
+    return "\n".join(before), [Section(p, "\n".join(body), e, i) for p, e, i, body in found]
 
 
 def file_content(section: Section) -> str:
-    """The new content of a file from its section (module docstring, full rewrite)."""
+    """The new content of a file from its section (module docstring, full rewrite): the
+    first fenced block after its header, or -- a header inside one fenced block of
+    header-separated files -- its lines up to the next header or that block's end."""
     lines = section.text.split("\n")
-    start = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if start is None:
-        body: list[str] = []
-    elif (m := _FENCE_OPEN.match(lines[start])) is not None:
-        fence = m.group("fence")
-        close = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        end = next((j for j in range(start + 1, len(lines)) if close.match(lines[j])),
-                   len(lines))
-        body = lines[start + 1:end]
-    else:  # one fenced block of header-separated files: up to that block's closing fence
-        end = next((j for j in range(len(lines)) if _FENCE_OPEN.match(lines[j])), len(lines))
-        body = lines[:end]
-        while body and not body[-1].strip():
-            body.pop()
+    body = lines
+    if section.inside:
+        body = next((lines[:j] for j, ln in enumerate(lines) if _FENCE_OPEN.match(ln)), lines)
+    else:
+        for i, line in enumerate(lines):
+            close = _closer(line)
+            if close is not None:
+                end = next((j for j in range(i + 1, len(lines)) if close.match(lines[j])),
+                           len(lines))
+                body = lines[i + 1:end]
+                break
+    while body and not body[-1].strip():
+        body = body[:-1]
+    while body and not body[0].strip() and not section.inside:
+        body = body[1:]
     text = "\n".join(body)
     return text if section.no_eol or not text else text + "\n"
 
