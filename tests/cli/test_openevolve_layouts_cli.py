@@ -13,11 +13,15 @@ from pathlib import Path
 
 import pytest
 
+import basevolve
 from basevolve.cli import main
+from basevolve.config import RunConfig
+from basevolve.engine import start_run
 from basevolve.program_files import unpack
 from basevolve.prompts.files_reply import FORMAT_NOTE
 from basevolve.tasks import load_task
 from basevolve.tasks.openevolve_layouts import OpenEvolveFolderTask, OpenEvolvePromptTask
+from basevolve.testing import LLMTestServer
 from basevolve.testing.process import server_process
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "openevolve"
@@ -220,3 +224,33 @@ def test_evaluate_takes_a_program_folder_and_a_prompt_file(tmp_path, capsys):
     assert main(["evaluate", "--task", str(MIXED), str(folder)]) == 2
     err = capsys.readouterr().err
     assert "program folder" in err and "symbolic link" in err and len(err.strip().splitlines()) == 1
+
+
+class StopAfter:
+    """Interrupts the run (like Ctrl-C) after ``n`` completed calls."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, snapshot: dict) -> None:
+        if snapshot["calls_completed"] >= self.n:
+            raise KeyboardInterrupt
+
+
+def test_a_killed_folder_run_resumes_to_exactly_c(tmp_path):
+    rewrite = "# === FILE: solver.py ===\n```python\n" + BETTER_SOLVER + "```\n"
+    edit = ("# === FILE: lib/weights.py ===\n<<<<<<< SEARCH\n    return item\n=======\n"
+            "    return item + 0\n>>>>>>> REPLACE\n")
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer([rewrite, edit, edit]) as srv:
+        cfg = RunConfig(task=str(MIXED), budget=3, depth=3, base_url=srv.base_url,
+                        run_id="k", max_in_flight=1, params=1e9)
+        with pytest.raises(KeyboardInterrupt):
+            start_run(cfg, store, progress=StopAfter(1))
+        result = basevolve.resume("k", store=store, progress=False)
+    assert result.calls_completed == 3 and result.resumed
+    assert rows(store, "SELECT count(*) n FROM calls WHERE counted = 1")[0]["n"] == 3
+    codes = [r["code"] for r in children(store)]
+    assert unpack(codes[0])["solver.py"] == BETTER_SOLVER
+    assert all(c is None or unpack(c)["params.json"] for c in codes)
+    assert result.best_score == 1.0
