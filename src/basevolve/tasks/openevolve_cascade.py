@@ -156,7 +156,8 @@ def setup_session(task: Any, session: Any, code: str) -> tuple[str, ...]:
     # a folder or a prompt file travels as the task says (openevolve_layouts, issue 31)
     program, name = (task.sandbox_program(code) if hasattr(task, "sandbox_program")
                      else (code, None))
-    r = session.call("setup", directory.text_files, binary, program, name, timeout_s=limit)
+    r = session.call("setup", directory.text_files, binary, program, program_name=name,
+                     timeout_s=limit)
     value = r.value if r.ok else None
     if not (isinstance(value, dict) and isinstance(value.get("functions"), list)):
         detail = r.error or "its answer was malformed"

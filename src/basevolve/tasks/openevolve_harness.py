@@ -125,13 +125,13 @@ def write_candidate(work: str, program: Any, name: str | None) -> str:
     return path
 
 
-def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any,
-          name: str | None = None) -> dict:
+def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any, *,
+          program_name: str | None = None) -> dict:
     """Write the task directory's copy and the candidate, import ``evaluator.py``.
 
     ``program``: the candidate's source, or ``{relative path: text}`` for a program of
     several files (issue 31), written as the folder ``candidate/<name>`` whose path the
-    evaluator receives; ``name``: the candidate's file or folder name (a prompt file
+    evaluator receives; ``program_name``: the candidate's file or folder name (a prompt file
     keeps its own, e.g. ``prompt.txt``).  Returns ``{"functions": [...], "openevolve":
     "installed" | "stand-in"}``: which of ``evaluate`` / ``evaluate_stage1..3`` the
     imported evaluator defines.
@@ -143,7 +143,7 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any
         _write(task_dir, rel, text.encode("utf-8"))
     for rel, encoded in binary_files.items():
         _write(task_dir, rel, base64.b64decode(encoded))
-    program_path = write_candidate(work, program, name)
+    program_path = write_candidate(work, program, program_name)
     # This harness was imported as the module ``program``; an evaluator that imports the
     # candidate under that name must get the candidate, not us.
     sys.modules.pop("program", None)
