@@ -40,6 +40,7 @@ def directory_details(task: Any) -> dict[str, Any]:
         "program": named.label(named.program), "evaluator": named.evaluator_name,
         "config": named.label(named.config) or None,
         "language": task.language, "initial_file": d.initial_file,  # issue 31, item 2
+        "program_note": getattr(task, "program_note", None),  # a folder or a prompt
         "max_code_length": opt.max_code_length,
         "diff_based_evolution": opt.diff_based_evolution,
         "include_artifacts": opt.include_artifacts,
@@ -74,7 +75,9 @@ def show_directory(d: dict[str, Any]) -> None:
     print(f"limits          {x['timeout_s']:g} s per evaluate/stage call (evaluator.timeout), "
           f"{d['memory_mb']} MB memory, {d['max_processes']} processes, {d['max_file_mb']} MB "
           "per file, no network")
-    if x["language"] != "python":
+    if x.get("program_note"):  # a folder or a prompt file (issue 31, items 3-4)
+        print(f"program         {x['program_note']}")
+    elif x["language"] != "python":
         print(f"language        {x['language']} ({x['initial_file']}; the host's toolchains "
               "build it)")
     else:

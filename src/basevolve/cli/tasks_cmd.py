@@ -26,17 +26,18 @@ import json
 import math
 import os
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from basevolve.cli.evaluate_output import Outcome, TablePrinter, collect
 from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
 from basevolve.cli.openevolve_show import directory_details, show_directory
+from basevolve.cli.program_sources import read_programs
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import ExecResult, ExecStatus, Trust
 from basevolve.sandbox.config import MAX_TIMEOUT_S
 from basevolve.tasks import STRICT_TOL, TASKS, Task, load_task
 from basevolve.tasks.scoring import score_or_raise
+from basevolve.tasks.text import answered_by_llm
 
 
 def register(subparsers: Any) -> None:
@@ -113,7 +114,7 @@ def task_details(spec: str, params: dict[str, Any] | None = None) -> dict[str, A
 
 def _trust(task: Task) -> Trust:
     """The trust level a run of ``task`` records (by the evaluator that scores it)."""
-    if task.artifact != "program":
+    if answered_by_llm(task):
         return Trust.NOT_RUN
     from basevolve.engine.evaluators import EVALUATORS
 
@@ -206,7 +207,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("missing --task (a task name, a task file or an OpenEvolve task "
                           "directory; or --program and --evaluator)")
     task = load_task(spec, params)
-    if task.artifact != "program":
+    if answered_by_llm(task):
         raise ConfigError(f"task {task.name!r} evolves text that an answering LLM scores; "
                           "`evaluate` runs programs in the sandbox. Score a template with "
                           f"`basevolve run --task {args.task} --task-param template=FILE "
@@ -218,15 +219,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--timeout {args.timeout!r} is too long; the sandbox allows at most {MAX_TIMEOUT_S:g} s"
         )
-    sources: list[tuple[str, str]] = []
-    for name in args.files:
-        path = Path(name)
-        if not path.is_file():
-            raise ConfigError(f"program file {name!r} does not exist (or is not a file)")
-        try:
-            sources.append((name, path.read_text(encoding="utf-8", errors="replace")))
-        except OSError as exc:
-            raise ConfigError(f"cannot read program file {name!r}: {exc.strerror}") from None
+    sources = read_programs(task, args.files)
     records: list[dict[str, Any]] = []
     emit = partial(collect, records) if args.json else TablePrinter(task, args.strict).row
     asyncio.run(_evaluate_all(task, sources, timeout, emit, strict=args.strict))

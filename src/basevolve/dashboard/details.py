@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from basevolve.dashboard.db import ReadOnlyStore
+from basevolve.dashboard.program_files_view import diff_lines, file_diffs, files_of
 
 #: Longest text returned per field; LLM replies and program outputs can be huge, and a
 #: browser tab should not be asked to lay out megabytes (the export has everything).
@@ -91,7 +92,15 @@ def program_detail(store: ReadOnlyStore, run_id: str, program_id: int) -> dict[s
     prog["stderr"] = _clip(prog["stderr"])
     prog["parent_score"] = None if parent is None else parent["score"]
     prog["diff"] = None
-    if parent is not None and code is not None and parent["code"] is not None:
+    files = files_of(code)  # a program of several files: per-file sections and diffs
+    prog["files"] = None if files is None else [
+        {"path": k, "code": _clip(v)} for k, v in sorted(files.items())]
+    parent_files = None if parent is None else files_of(parent["code"])
+    if files is not None and parent_files is not None:
+        diffs = file_diffs(parent_files, files, parent["program_id"], prog["program_id"])
+        prog["file_diffs"] = [{"path": d["path"], "status": d["status"]} for d in diffs]
+        prog["diff"] = diff_lines(diffs)[:MAX_TEXT // 40]
+    elif parent is not None and code is not None and parent["code"] is not None:
         lines = list(difflib.unified_diff(
             parent["code"][:MAX_TEXT].splitlines(), code[:MAX_TEXT].splitlines(),
             fromfile=f"program {parent['program_id']} (parent)",

@@ -323,7 +323,7 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
     from basevolve.protocols import PROTOCOLS, Child
 
     evals = bool(getattr(cfg, "count_eval_calls", False))
-    if evals and getattr(task, "artifact", "program") != "text":
+    if evals and not callable(getattr(task, "evaluate_text", None)):  # answering calls
         raise ConfigError(f"--count-eval-calls charges the answering-LLM calls of a text task "
                           f"(e.g. prompt_optimization); task {task.name!r} makes none")
     if cfg.budget_kind == "calls" and not evals:

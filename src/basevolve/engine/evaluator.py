@@ -18,6 +18,7 @@ from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
 from basevolve.tasks.base import Task
 from basevolve.tasks.scoring import ScorerGuard, default_log_path
+from basevolve.tasks.text import answered_by_llm
 
 log = logging.getLogger("basevolve.tasks")
 
@@ -64,11 +65,19 @@ def start_pool(task: Task, cfg: Any | None = None) -> Any | None:
     following them (:class:`basevolve.sandbox.SandboxPool`, ``background=True``).
     ``cfg``: the run's config (its ``--env`` / ``--data``; :func:`sandbox_config`).
     """
-    if getattr(task, "artifact", "program") != "program":
+    if answered_by_llm(task):
         return None
     from basevolve.sandbox import SandboxPool
 
     return SandboxPool(sandbox_config(task, cfg), background=True)
+
+
+def sandbox_source(task: Any, code: str) -> str:
+    """What the sandbox runs for ``code``: the program itself, or what the task makes of
+    it (a program of several files writes its folder first, issue 31:
+    :meth:`basevolve.tasks.folder_program.FolderTask.sandbox_source`)."""
+    make = getattr(task, "sandbox_source", None)
+    return code if make is None else make(code)
 
 
 class SandboxEvaluator:
@@ -124,7 +133,8 @@ class SandboxEvaluator:
         after ``MAX_SANDBOX_FAILURES_IN_ROW`` in a row the run fails cleanly (resumable).
         """
         try:
-            result = await self.pool.arun(code, self.task.entry, timeout_s=self.task.timeout_s,
+            result = await self.pool.arun(sandbox_source(self.task, code), self.task.entry,
+                                          timeout_s=self.task.timeout_s,
                                           seed=self.seeds.next(code))
         except (SandboxError, OSError) as exc:  # the sandbox's own failures; anything
             # else (a bug, a crash) propagates and the run stays resumable

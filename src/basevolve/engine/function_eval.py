@@ -20,7 +20,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from basevolve.engine.evaluator import SandboxEvaluator
+from basevolve.engine.evaluator import SandboxEvaluator, sandbox_source
 from basevolve.errors import SandboxError
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Trust
 from basevolve.tasks.function import not_imported
@@ -80,8 +80,9 @@ class FunctionEvaluator(SandboxEvaluator):
         return float(timeout_s or self.task.timeout_s), call
 
     def session_code(self, code: str) -> str:
-        """What the session imports: the program itself."""
-        return code
+        """What the session imports: the program itself (or the task's bootstrap of a
+        program of several files, :func:`~basevolve.engine.evaluator.sandbox_source`)."""
+        return sandbox_source(self.task, code)
 
     def score(self, program: Any, code: str, call_timeout_s: float) -> Evaluation:
         """The trusted Evaluation of an imported program (the task's evaluator)."""

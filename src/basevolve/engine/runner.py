@@ -29,7 +29,7 @@ from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs
 from basevolve.engine.resumable import check_resumable
 from basevolve.engine.summary import build_summary, write_outputs
-from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
+from basevolve.engine.text_eval import AnswerSetup, answer_setup, answered_by_llm, text_evaluator
 from basevolve.errors import ConfigError, StoreError
 from basevolve.llm.settings import LLMSettings, default_max_tokens
 from basevolve.store import RunStore
@@ -285,7 +285,7 @@ def initial_phase(task: Any) -> str:
     """What a new run does before its first LLM call (issue 24, item 9): it scores the
     initial program; a text task's template costs one answering call per question, and
     with the embedded model those take minutes on a CPU."""
-    if getattr(task, "artifact", "program") == "text":
+    if answered_by_llm(task):
         from basevolve.engine.text_eval import worst_case_eval_units
 
         return f"evaluating the initial program ({worst_case_eval_units(task)} answering calls)"

@@ -13,6 +13,8 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.engine.budget import budget_report
+from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
+from basevolve.program_files import ProgramFilesError, write_program_folder
 from basevolve.records import ExecStatus
 from basevolve.store import RunStore
 from basevolve.store.per_model import model_breakdown, total_cost_usd
@@ -94,10 +96,14 @@ def write_outputs(summary: dict[str, Any], store: RunStore, task: Any, evaluator
     program = out_dir / ("best_prompt.txt" if text else f"best_program{suffix}")
     try:  # an unwritable folder must not turn a finished run into a traceback
         out_dir.mkdir(parents=True, exist_ok=True)
-        program.write_text(code)
-    except OSError as exc:
+        if getattr(task, "language", "") == FILES_LANGUAGE:  # a folder (issue 31)
+            program = write_program_folder(code, out_dir / "best_program")
+        else:
+            program.write_text(code)
+    except (OSError, ProgramFilesError) as exc:
         return {"best_program": None, "picture": None,
-                "output_error": f"cannot write {str(program)!r}: {exc.strerror or exc}"}
+                "output_error": f"cannot write {str(program)!r}: "
+                                f"{getattr(exc, 'strerror', None) or exc}"}
     result: dict[str, Any] = {"best_program": str(program), "picture": None}
     if text or getattr(task, "evaluation", "entry") != "entry":
         return result  # only an entry() program has one value to draw

@@ -39,7 +39,7 @@ from typing import Any
 
 from basevolve.llm.flops import call_flops
 from basevolve.records import Evaluation, ExecResult, ExecStatus, Isolation, Trust
-from basevolve.tasks.text import AnswerCall, Messages, TextTask
+from basevolve.tasks.text import AnswerCall, Messages, TextTask, answered_by_llm
 
 
 def cache_key(messages: Messages, settings: Mapping[str, Any]) -> str:
@@ -178,7 +178,7 @@ def answer_setup(task: Any, cfg: Any, run_client: Any, *, probe: bool = True,
     (exit 2, store untouched); an embedded answering model is loaded now, saying so.
     None for a program task.
     """
-    if getattr(task, "artifact", "program") != "text":
+    if not answered_by_llm(task):  # a program, or a prompt its evaluator.py scores
         return None
     from basevolve.errors import ConfigError
     from basevolve.llm import make_client
@@ -233,5 +233,5 @@ def text_evaluator(task: Any, setup: AnswerSetup, no_usage: Any = None) -> TextE
                          max_in_flight=int(a.get("max_in_flight", 16)), no_usage=no_usage)
 
 
-__all__ = ["AnswerSetup", "TextEvaluator", "answer_setup", "cache_key", "text_evaluator",
-           "worst_case_eval_units"]
+__all__ = ["AnswerSetup", "TextEvaluator", "answer_setup", "answered_by_llm", "cache_key",
+           "text_evaluator", "worst_case_eval_units"]

@@ -31,7 +31,9 @@ import numpy as np
 from basevolve.config import check_feedback
 from basevolve.errors import BasevolveError, ConfigError
 from basevolve.params import Param, parse_params
+from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts.feedback import render_feedback
+from basevolve.prompts.files_reply import parse_files_reply
 from basevolve.prompts.parse import ParsedProgram, extract_program
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
@@ -227,8 +229,12 @@ class Protocol(ABC):
 
         Default: full-rewrite extraction (:func:`~basevolve.prompts.extract_program`) with
         the task's language and entry function.  Diff-based protocols override it (e.g.
-        :func:`~basevolve.prompts.apply_search_replace` on ``proposal.parent_code``).
+        :func:`~basevolve.prompts.apply_search_replace` on ``proposal.parent_code``).  A
+        program of several files (``language="mixed"``) is read by
+        :func:`~basevolve.prompts.files_reply.parse_files_reply`.
         """
+        if self.task.language == FILES_LANGUAGE:  # several files, one text (issue 31)
+            return parse_files_reply(proposal.parent_code, reply_text)
         return extract_program(reply_text, language=self.task.language, entry=self.task.entry)
 
     def set_initial(self, child: Child) -> None:

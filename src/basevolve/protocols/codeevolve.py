@@ -51,6 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts.codeevolve import (
     Shown,
     build_codeevolve_messages,
@@ -173,7 +174,7 @@ class CodeEvolveProtocol(IslandProtocol):
         """A code call's SEARCH/REPLACE edits by CodeEvolve's exact rule (module
         docstring); a text artifact (issue 15) has no markers, its whole text is the
         region."""
-        if proposal.meta.get("format") != "diff":
+        if proposal.meta.get("format") != "diff" or self.task.language == FILES_LANGUAGE:
             return super().parse_format(proposal, reply_text)
         markers = getattr(self.task, "artifact", "program") == "program"
         res = apply_exact_search_replace(proposal.parent_code, strip_think(reply_text or ""),

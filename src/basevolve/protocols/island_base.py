@@ -32,12 +32,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts import (
     ParsedProgram,
     parse_diff_reply,
     parse_full_rewrite,
     parse_tagged_reply,
 )
+from basevolve.prompts.files_reply import parse_files_reply
 from basevolve.protocols.base import Child, Param, Proposal, Protocol
 from basevolve.tasks.base import Task
 
@@ -156,6 +158,9 @@ class IslandProtocol(Protocol):
         fmt = proposal.meta.get("format", "full")
         task = self.task
         markers = getattr(task, "artifact", "program") == "program"
+        if task.language == FILES_LANGUAGE:  # several files, per-file edits (issue 31)
+            return parse_files_reply(proposal.parent_code, reply_text, fmt,
+                                     confine=markers and bool(proposal.meta.get("confine", True)))
         if fmt == "diff":
             parsed = parse_diff_reply(proposal.parent_code, reply_text,
                                       confine=markers and bool(proposal.meta.get("confine", True)))

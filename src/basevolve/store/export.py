@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from basevolve.errors import ConfigError
+from basevolve.store.program_files_export import export_program_files
 from basevolve.store.sqlite import RunStore
 
 RUNS_COLUMNS = ["run_id", "task", "model", "protocol", "allocator", "arms", "budget",
@@ -181,7 +182,9 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
                   run_id: str | None = None) -> list[Path]:
     """Write every raw table as ``<table>.csv`` or ``<table>.parquet`` (``runs`` and
     ``trajectories`` as ``runs_raw`` and ``trajectories_raw``: :data:`RAW_FILE_NAMES`),
-    and the per-model breakdown as ``models`` (:func:`models_table`); return the paths."""
+    and the per-model breakdown as ``models`` (:func:`models_table`), and each program of
+    several files as a folder of its files (``program_files/RUN/PROGRAM_ID/``, issue 31);
+    return the paths."""
     writers = {"csv": lambda df, p: df.to_csv(p, index=False),
                "parquet": lambda df, p: df.to_parquet(p, index=False)}
     if fmt not in writers:
@@ -210,6 +213,7 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
         path = out / f"models.{fmt}"  # the per-model breakdown (issue 25)
         writers[fmt](models_table(store_path, run_id), path)
         paths.append(path)
+        paths += export_program_files(store_path, out, run_id)  # folders (issue 31)
     except OSError as exc:
         where = exc.filename or out
         raise ConfigError(f"cannot write the export to {str(out)!r}: "

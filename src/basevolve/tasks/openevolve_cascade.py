@@ -155,8 +155,11 @@ def setup_session(task: Any, session: Any, code: str) -> tuple[str, ...]:
     binary = {k: base64.b64encode(v).decode("ascii") for k, v in directory.binary_files.items()}
     limit = max(SETUP_MIN_TIMEOUT_S, task.settings.timeout_s)
     evaluator = directory.files.evaluator_name if directory.files else "evaluator.py"
-    r = session.call("setup", directory.text_files, binary, code, evaluator,
-                     getattr(task, "file_suffix", ".py"), timeout_s=limit)
+    # a folder or a prompt file travels as the task says (openevolve_layouts, issue 31)
+    program, name = (task.sandbox_program(code) if hasattr(task, "sandbox_program")
+                     else (code, None))
+    r = session.call("setup", directory.text_files, binary, program, evaluator,
+                     getattr(task, "file_suffix", ".py"), program_name=name, timeout_s=limit)
     value = r.value if r.ok else None
     if not (isinstance(value, dict) and isinstance(value.get("functions"), list)):
         detail = r.error or "its answer was malformed"

@@ -124,15 +124,17 @@ def _fail(path: Path, problem: str) -> TaskError:
     return TaskError(f"task directory {str(path)!r}: {problem}")
 
 
-def read_directory(path: Path, names: dict[str, str] | None = None) -> TaskDirectory:
+def read_directory(path: Path, names: dict[str, str] | None = None, *,
+                   folder_ok: bool = False) -> TaskDirectory:
     """Read every file of the task directory ``path`` (see the module docstring).
 
     ``names``: the files named with --program / --evaluator / --config (absolute or
-    relative paths; :func:`basevolve.tasks.openevolve_files.find_files`).
+    relative paths; :func:`basevolve.tasks.openevolve_files.find_files`); ``folder_ok``: the
+    program may be a folder inside the directory (:mod:`basevolve.tasks.openevolve_layouts`).
     """
     if not path.is_dir():
         raise TaskError(f"task directory {str(path)!r} does not exist or is not a directory")
-    named = find_files(path, **(names or {}))
+    named = find_files(path, **(names or {}), folder_ok=folder_ok)
     text: dict[str, str] = {}
     binary: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -171,6 +173,9 @@ def read_directory(path: Path, names: dict[str, str] | None = None) -> TaskDirec
         rel = named.relative(required)
         if required is None or (rel is not None and rel in text):
             continue
+        if folder_ok and required == named.program and rel is not None \
+                and required.is_dir():
+            continue  # a folder program: its files are among the directory's
         if required == named.evaluator:  # inside, but not sent as text
             if rel in binary:
                 raise _fail(path, f"{rel} is not UTF-8 text")
@@ -282,19 +287,8 @@ class OpenEvolveDirTask(Task):
         path, config = directory.path, directory.config
         self.directory = directory
         files = directory.files or find_files(path)
-        cfg, program_name = files.config_name, files.label(files.program)
-        initial = directory.initial_text
-        language, self.file_suffix = program_language(config, files.program.name)
-        if not SUFFIX.fullmatch(self.file_suffix):
-            raise _fail(path, f"{cfg}: file_suffix={self.file_suffix!r} must be a dot "
-                        "and up to 16 letters or digits, e.g. '.rs'")
-        self.language = language.name  # type: ignore[misc]  # prompts' fences, the parser
-        entry = None
-        if language.name == "python":
-            try:
-                entry = main_function(initial)
-            except RefusedText as exc:
-                raise _fail(path, f"{program_name} {exc}") from None
+        cfg = files.config_name
+        initial, entry = self.initial_and_entry(directory)
         evaluator = files.evaluator_name
         functions = evaluator_functions(path, directory.text_files[evaluator], evaluator)
         self.settings = evaluator_settings(path, config, functions, cfg, evaluator)
@@ -303,9 +297,8 @@ class OpenEvolveDirTask(Task):
         if prompt is not None and not isinstance(prompt, str):
             raise _fail(path, f"{cfg}: prompt.system_message must be text")
         self.config_system_message = prompt not in (None, "", OPENEVOLVE_DEFAULT_MESSAGE)
-        default = (DEFAULT_SYSTEM_MESSAGE if language.name == "python"
-                   else language_system_message(language))
-        self._system_message = str(prompt) if self.config_system_message else default
+        self._system_message = (str(prompt) if self.config_system_message
+                                else self.default_system_message())
         self._initial_program = initial
         description = section(path, config, "basevolve", cfg).get("description")
         self.name = task_name(path, config, cfg)  # type: ignore[misc]
@@ -313,6 +306,34 @@ class OpenEvolveDirTask(Task):
         self.description = (str(description) if description is not None  # type: ignore[misc]
                             else f"OpenEvolve task directory {path.name}")
         self.timeout_s = self.settings.timeout_s  # type: ignore[misc]
+
+    def initial_and_entry(self, directory: TaskDirectory) -> tuple[str, str | None]:
+        """The initial program's text and its main function (a hook: a folder or a prompt
+        file is read by :mod:`basevolve.tasks.openevolve_layouts`); sets the program's
+        language and file suffix (issue 31, item 2)."""
+        path = directory.path
+        files = directory.files or find_files(path)
+        language, self.file_suffix = program_language(directory.config, files.program.name)
+        if not SUFFIX.fullmatch(self.file_suffix):
+            raise _fail(path, f"{files.config_name}: file_suffix={self.file_suffix!r} must be "
+                        "a dot and up to 16 letters or digits, e.g. '.rs'")
+        self.language = language.name  # type: ignore[misc]  # prompts' fences, the parser
+        self.program_language = language
+        initial, entry = directory.initial_text, None
+        if language.name == "python":
+            try:
+                entry = main_function(initial)
+            except RefusedText as exc:
+                raise _fail(path, f"{files.label(files.program)} {exc}") from None
+        return initial, entry
+
+    def default_system_message(self) -> str:
+        """basevolve's system message when the config gives none, in the program's
+        language."""
+        language = getattr(self, "program_language", None)
+        if language is None or language.name == "python":
+            return DEFAULT_SYSTEM_MESSAGE
+        return language_system_message(language)
 
     @property
     def initial_program(self) -> str:

@@ -106,20 +106,25 @@ def _hint(names: list[str], flag: str) -> str:
     return f" (found {', '.join(names)}: e.g. {flag} {names[0]})"
 
 
-def _named(directory: Path, key: str, given: str | Path) -> Path:
+def _named(directory: Path, key: str, given: str | Path, folder_ok: bool = False) -> Path:
     path = locate(directory, given)
     if not path.exists():
         raise _fail(directory, f"{FLAGS[key]} {str(given)!r} does not exist (looked in the "
                     "task directory, then in the current folder)")
-    if path.is_dir():
+    if path.is_dir() and not folder_ok:
         raise _fail(directory, f"{FLAGS[key]} {str(given)!r} is a folder; name a file")
+    if path.is_dir() and not path.is_relative_to(directory.resolve()):
+        raise _fail(directory, f"{FLAGS[key]} {str(given)!r} is a folder outside the task "
+                    "directory; a program of several files must lie inside it (each "
+                    "evaluation's sandbox gets the task directory)")
     return path
 
 
 def find_files(directory: Path, *, program: str | Path | None = None,
-               evaluator: str | Path | None = None, config: str | Path | None = None
-               ) -> TaskFiles:
-    """The program, evaluator and config of ``directory`` (see the module docstring)."""
+               evaluator: str | Path | None = None, config: str | Path | None = None,
+               folder_ok: bool = False) -> TaskFiles:
+    """The program, evaluator and config of ``directory`` (see the module docstring);
+    ``folder_ok``: the program may be a folder inside it (a program of several files)."""
     if config is not None:
         config_path: Path | None = _named(directory, "config", config)
     else:
@@ -128,7 +133,7 @@ def find_files(directory: Path, *, program: str | Path | None = None,
     evaluator_path = (directory / DEFAULT_EVALUATOR if evaluator is None
                       else _named(directory, "evaluator", evaluator))
     if program is not None:
-        program_path = _named(directory, "program", program)
+        program_path = _named(directory, "program", program, folder_ok)
     else:
         # initial_program<file_suffix> of the config, else the one initial_program.*
         # (issue 31, item 2: programs in other languages)
@@ -174,7 +179,8 @@ def naming(directory: Path, params: Mapping[str, Any] | None) -> dict[str, str]:
 def absolute_naming(directory: Path, params: Mapping[str, Any] | None) -> dict[str, str]:
     """:func:`naming` with every path made absolute (stored with the run, so
     ``--resume`` from another folder loads the same files)."""
-    return {k: str(_named(directory, k, v)) for k, v in naming(directory, params).items()}
+    return {k: str(_named(directory, k, v, folder_ok=k == "program"))
+            for k, v in naming(directory, params).items()}
 
 
 def task_spec(task: str | None, program: str | None, evaluator: str | None,

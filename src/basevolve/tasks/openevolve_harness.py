@@ -108,15 +108,37 @@ def _write(root: str, rel: str, data: bytes) -> None:
         fh.write(data)
 
 
-def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str,
-          evaluator: str = EVALUATOR_FILE, suffix: str = ".py") -> dict:
+def write_candidate(work: str, program: Any, name: str | None) -> str:
+    """The candidate as a file, or as a folder of files (checked again by ``_write``)."""
+    if name is not None and (not isinstance(name, str) or "/" in name or name in ("", ".", "..")):
+        raise ValueError(f"refusing the candidate name {name!r}")
+    if isinstance(program, dict):
+        folder = os.path.join(work, os.path.dirname(CANDIDATE), name or "program")
+        os.makedirs(folder)
+        for rel, text in program.items():
+            _write(folder, rel, text.encode("utf-8"))
+        return folder
+    path = os.path.join(work, os.path.dirname(CANDIDATE), name or os.path.basename(CANDIDATE))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(program)
+    return path
+
+
+def setup(text_files: dict[str, str], binary_files: dict[str, str], program: Any,
+          evaluator: str = EVALUATOR_FILE, suffix: str = ".py", *,
+          program_name: str | None = None) -> dict:
     """Write the task directory's copy and the candidate, import the evaluator
     (``evaluator``: its path inside the directory, e.g. ``evaluator_stub.py``; issue 31).
 
     The candidate keeps its language's ``suffix`` (``program.rs``: issue 31, item 2).
 
-    Returns ``{"functions": [...], "openevolve": "installed" | "stand-in"}``: which of
-    ``evaluate`` / ``evaluate_stage1..3`` the imported evaluator defines.
+    ``program``: the candidate's source, or ``{relative path: text}`` for a program of
+    several files (issue 31), written as the folder ``candidate/<name>`` whose path the
+    evaluator receives; ``program_name``: the candidate's file or folder name (a prompt file
+    keeps its own, e.g. ``prompt.txt``).  Returns ``{"functions": [...], "openevolve":
+    "installed" | "stand-in"}``: which of ``evaluate`` / ``evaluate_stage1..3`` the
+    imported evaluator defines.
     """
     work = os.getcwd()
     task_dir = os.path.join(work, TASK_DIR)
@@ -128,10 +150,9 @@ def setup(text_files: dict[str, str], binary_files: dict[str, str], program: str
     if not (suffix.startswith(".") and suffix[1:].replace("_", "").replace("-", "")
             .replace("+", "").isalnum() and len(suffix) <= 17):
         raise ValueError(f"refusing the file suffix {suffix!r}")
-    program_path = os.path.join(work, os.path.splitext(CANDIDATE)[0] + suffix)
-    os.makedirs(os.path.dirname(program_path), exist_ok=True)
-    with open(program_path, "w", encoding="utf-8") as fh:
-        fh.write(program)
+    if program_name is None and not isinstance(program, dict):
+        program_name = os.path.splitext(os.path.basename(CANDIDATE))[0] + suffix
+    program_path = write_candidate(work, program, program_name)
     # This harness was imported as the module ``program``; an evaluator that imports the
     # candidate under that name must get the candidate, not us.
     sys.modules.pop("program", None)

@@ -136,6 +136,14 @@ def check_template(text: str, *, required: Sequence[str], allowed: Sequence[str]
     return None
 
 
+def answered_by_llm(task: Any) -> bool:
+    """Whether ``task``'s artifacts are scored by an answering LLM (a :class:`TextTask`:
+    the engine's text evaluator, no sandbox), not by an evaluator in the sandbox (an
+    OpenEvolve prompt file, issue 31, whose text artifact goes to its evaluator.py)."""
+    return getattr(task, "artifact", "program") == "text" and callable(
+        getattr(task, "evaluate_text", None))
+
+
 class TextTask(Task):
     """A task whose evolved artifact is text, scored by asking an LLM (issue 15).
 
@@ -182,4 +190,4 @@ class TextTask(Task):
 
 
 __all__ = ["MAX_PLACEHOLDER_USES", "AnswerCall", "Answerer", "Messages", "TextScore",
-           "TextTask", "check_template", "fill_template", "placeholders"]
+           "TextTask", "answered_by_llm", "check_template", "fill_template", "placeholders"]

@@ -46,7 +46,7 @@ def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task
         return build_task(TASKS.get(text), params)
     path = Path(text).expanduser()
     if path.is_dir():  # an OpenEvolve task directory (issue 21, part 2)
-        from basevolve.tasks.openevolve_dir import load_task_directory
+        from basevolve.tasks.openevolve_layouts import load_task_directory
 
         # its task_params name its program, evaluator and config (issue 31, item 1)
         return check_task(load_task_directory(path, dict(params or {})), f"in {text!r}")

@@ -370,7 +370,11 @@
       p.error ? [el("h3", {}, "Evaluation error"), el("pre", {class: "text error", id: "program-error"}, p.error)] : null,
       p.diff === null ? el("p", {class: "muted"}, "No parent code to diff against.") :
         [el("h3", {}, "Diff against the parent"), diff],
-      p.code ? pre("Code", p.code, "code") : el("p", {class: "muted"}, "No code (the reply held no program)."),
+      p.files ? [el("h3", {}, `Files (${p.files.length})`),
+        el("ul", {id: "program-files"}, (p.file_diffs || p.files).map((f) =>
+          el("li", {}, el("code", {}, f.path), f.status ? ` ${f.status}` : "")))] : null,
+      p.files ? p.files.map((f) => pre(`File ${f.path}`, f.code, "code file")) :
+        p.code ? pre("Code", p.code, "code") : el("p", {class: "muted"}, "No code (the reply held no program)."),
       pre("stdout", p.stdout), pre("stderr", p.stderr));
     const codeBox = programDetail.querySelector("pre.code");
     if (codeBox) codeBox.id = "program-code";

@@ -1,0 +1,2 @@
+def bonus():
+    return 1

@@ -1,0 +1,2 @@
+def weight(item):
+    return item
