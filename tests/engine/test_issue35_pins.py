@@ -75,18 +75,23 @@ def test_deterministic_window_bounds_the_calls_decided_and_not_told(pool, tmp_pa
 
 
 def test_improvement_per_flop_rewards_a_bigger_model_less(tmp_path):
-    """Mutant: ``engine/models.py``'s ``improvement_per_flop`` factor inverted
-    (``P_model / P_min`` instead of ``P_min / P_model``): a bigger model would be
-    rewarded more per FLOP.  The same gain at the same tokens earns the 8x model 1/8."""
+    """Mutant: ``engine/models.py``'s ``improvement_per_flop`` factor inverted: a bigger
+    model would be rewarded more per FLOP.  (Issue 35 named ``P_model / P_min`` for
+    ``P_min / P_model``; since issue 34 the factor is ``min(1, F_ref / F_call)`` of the
+    call's actual FLOPs, and the inverted variant is ``F_call / F_ref``.)  The same gain
+    at the same tokens (1,000, the reference reply) earns the 8x model 1/8."""
     from router_support import proposal, router
 
+    from basevolve.engine.models import CallCost
+
     r = router(tmp_path, ("small,params=1e9", "big,params=8e9"), model_allocator="ucb",
-               model_reward="improvement_per_flop")
+               model_reward="improvement_per_flop", max_tokens=1000)
     got = {}
-    for key in range(2):  # UCB tries each model once first
-        arm = r.choose(proposal(), key=key, call_index=key, best=0.5)
-        r.answered(key, arm, 1000, 500)
-        got[r.models[arm].name] = r.reward(key, 0.9)
+    for key in range(2):  # UCB tries each model once first, here in two trajectories
+        arm = r.choose(proposal(key), key=key, call_index=key, best=0.5, trajectory=key)
+        p = r.models[arm].active_params
+        r.answered(key, arm, CallCost(flops=2 * p * 1000, tokens=1000))
+        got[r.models[arm].name] = r.reward(key, 0.9, 0.5)
     assert got["small"] == pytest.approx(0.4)
     assert got["big"] == pytest.approx(0.4 / 8)
 
