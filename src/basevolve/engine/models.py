@@ -111,7 +111,6 @@ class ModelRouter:
             self.bandit = ALLOCATORS.get(cfg.model_allocator)(
                 n_arms=len(self.models), rng=np.random.default_rng([cfg.seed, _WEIGHT_STREAM]),
                 horizon=cfg.budget, reward_mode="improvement")
-        self.p_min = min(m.active_params for m in self.models)
         self.reference = Reference.of([(m.active_params, m.max_tokens, m.price)
                                        for m in self.models])
         self.credit = ModelCredit()
