@@ -10,9 +10,11 @@ counters shared by the sweep's concurrent runs, so they interleave differently i
 invocation: rows are compared in each run's event order (``seq``) with every id replaced
 by its rank within its run (also where a program id is quoted in ``meta_json`` or an
 error text).  Times are left aside, and so are the server-reported cached tokens and the
-FLOPs computed from them, reported apart: the simulator emulates one prefix cache per
-endpoint, shared by every run on it, so what it reports as cached depends on the order in
-which the runs' requests arrived -- a property of the server, not of the runs.
+FLOPs computed from them, reported apart.  Before issue 34 the simulator emulated one
+prefix cache per endpoint, shared by every run on it, so what it reported as cached
+depended on the order in which the runs' requests arrived; since then each run has its own
+cache filled in its logical call order (basevolve.testing.prefix_cache), so the usage part
+is expected to match too, and a mismatch there is a finding.
 """
 
 from __future__ import annotations

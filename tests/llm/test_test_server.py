@@ -123,7 +123,7 @@ def test_default_reply_echoes_the_parent_not_the_prompt_placeholder() -> None:
 def test_common_prefix_matches_a_character_by_character_scan() -> None:
     import random
 
-    from basevolve.testing.llm_server import _common_prefix
+    from basevolve.testing.prefix_cache import common_prefix as _common_prefix
 
     def scan(a: str, b: str) -> int:
         i = 0

@@ -56,12 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="catalog name or served id (default: embedded; with --base-url: the "
                         "one model the server lists).  Repeat it for several models in one "
                         "run, each NAME,base_url=URL,params=P,max_in_flight=N,weight=W,"
-                        "role=judge+meta_prompt,price=P/C/O (docs/models.md)")
+                        "role=judge+meta_prompt,price=P/C/O,max_tokens=T (docs/models.md)")
     p.add_argument("--model-allocator", metavar="NAME",
                    help="with several --model: a bandit that chooses each call's model "
                         "(ucb, thompson, exp3p, ...; default: fixed weights)")
     p.add_argument("--model-reward", default="improvement",
-                   choices=("improvement", "improvement_per_flop", "improvement_per_token"),
+                   choices=("improvement", "improvement_per_flop", "improvement_per_token",
+                            "improvement_per_usd"),
                    help="the model bandit's reward (default: improvement)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--params", type=_params_arg,

@@ -88,18 +88,20 @@ class CostLedger:
         return 2.0 * p * tokens if self.kind == "flops" else float(tokens)
 
     def worst_case(self, messages: Sequence[Mapping[str, Any]],
-                   params: float | None = None, price: Any = None) -> float:
-        """The most one call with these messages can cost (one attempt); ``params`` and
-        ``price``: those of the model chosen for it (issue 25; default: the run's)."""
+                   params: float | None = None, price: Any = None,
+                   max_tokens: int | None = None) -> float:
+        """The most one call with these messages can cost (one attempt); ``params``,
+        ``price`` and ``max_tokens``: those of the model chosen for it (issues 25, 34;
+        default: the run's)."""
+        cap = self.max_tokens if max_tokens is None else max_tokens
         if self.kind == "calls":
             return 1.0
         if self.kind == "usd":  # every prompt token at the dearer prompt rate
             from basevolve.llm.prices import worst_case_usd
 
             return worst_case_usd(static_prompt_bound(messages) + self.excess,
-                                  self.max_tokens, price or self.price)
-        return self._in_unit(static_prompt_bound(messages) + self.excess + self.max_tokens,
-                             params)
+                                  cap, price or self.price)
+        return self._in_unit(static_prompt_bound(messages) + self.excess + cap, params)
 
     def fits(self, cost: float) -> bool:
         committed = self.spent + sum(self.reserved.values()) + sum(self.eval_reserved.values())
@@ -129,25 +131,27 @@ class CostLedger:
 
     # ------------------------------------------------------------------- settling
     def cost_of(self, completion: Completion, params: float | None = None,
-                price: Any = None) -> float:
+                price: Any = None, max_tokens: int | None = None) -> float:
         """What an answered (or failed) call really cost, in the budget's unit."""
+        cap = self.max_tokens if max_tokens is None else max_tokens
         if self.kind == "calls":
             return 1.0
         if self.kind == "usd":
-            return usd_of(completion, price or self.price, self.max_tokens, self.no_usage)
+            return usd_of(completion, price or self.price, cap, self.no_usage)
         hint = max((a.usage.prompt_tokens for a in completion.attempts if a.usage), default=0)
         if self.kind == "flops":
             p = self.active_params if params is None else params
-            return sum(attempt_flops(a, p, max_tokens=self.max_tokens,
+            return sum(attempt_flops(a, p, max_tokens=cap,
                                      no_usage=self.no_usage, prompt_tokens_hint=hint)
                        for a in completion.attempts)
-        return float(sum(attempt_tokens(a, max_tokens=self.max_tokens, no_usage=self.no_usage,
+        return float(sum(attempt_tokens(a, max_tokens=cap, no_usage=self.no_usage,
                                         prompt_tokens_hint=hint)
                          for a in completion.attempts))
 
     def settle(self, key: int, completion: Completion,
                messages: Sequence[Mapping[str, Any]], counted: bool = True,
-               params: float | None = None, price: Any = None) -> float:
+               params: float | None = None, price: Any = None,
+               max_tokens: int | None = None) -> float:
         """Replace call ``key``'s reservation by its real cost; learn the prompt excess.
 
         ``counted``: for a call budget, whether the call counts (an uncounted failed call
@@ -159,7 +163,8 @@ class CostLedger:
         server template longer than the excess learned so far) is cut to it here, and
         :meth:`restore` cuts a stored call the same way, so a resume spends the same."""
         reserved = self.reserved.pop(key, None)
-        cost = self.cost_of(completion, params, price) if counted or self.kind != "calls" \
+        cost = self.cost_of(completion, params, price, max_tokens) \
+            if counted or self.kind != "calls" \
             else 0.0
         cost = cost if reserved is None else min(cost, reserved)
         self.spent += cost
@@ -346,7 +351,8 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
     ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens,
                         price=None if not models else models[0][1])
     messages = proto.ask().messages
-    first = max(ledger.worst_case(messages, p, price) for p, price in models or
+    # each model's (params, price, max_tokens): its own cap (issue 34)
+    first = max(ledger.worst_case(messages, *m) for m in models or
                 [(active_params, None)]) + eval_worst
     unit = {"flops": "FLOPs", "usd": "USD"}.get(cfg.budget_kind, "tokens")
     if eval_worst + cfg.arms * first > cfg.budget_limit:

@@ -71,7 +71,7 @@ from basevolve.engine.followups import (
     release_followups,
     told_with_followups,
 )
-from basevolve.engine.models import ModelRouter
+from basevolve.engine.models import CallCost, ModelRouter
 from basevolve.engine.ordering import order_for
 from basevolve.engine.state import (
     CallJob,
@@ -109,11 +109,11 @@ class Engine(Decisions):
         self.run_id = config.run_id
         self.C = config.budget
         self.K = config.arms
-        self.max_tokens = config.max_tokens or self.settings.max_tokens
         self.active_params = float(client.model_spec.active_params)
         # which model answers each call (issue 25): one entry unless --model is repeated
         self.models = ModelRouter(config, client, self.settings, store=store,
                                   run_id=config.run_id)
+        self.max_tokens = self.models.models[0].max_tokens  # each model has its own (#34)
         proto_cls = PROTOCOLS.get(config.protocol)
         asynchronous = self.K > 1 and config.pull == "call"  # BaSE: arms may share slots
         self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
@@ -249,12 +249,13 @@ class Engine(Decisions):
             seed = call_seed(self.cfg.seed, key) if reissue_of is None else reissue_of.seed
         meta = proposal.meta or None
         arm = self.models.choose(proposal, key=key, call_index=index,
-                                 best=self.protocols[pull.trajectory].best.score) \
+                                 best=self.protocols[pull.trajectory].best.score,
+                                 trajectory=pull.trajectory) \
             if reissue_of is None else reissue_of.model
         served = self.models.models[arm]
         if self.ledger is not None:  # stored, so a resume charges a lost call exactly this
             reserved = self.ledger.worst_case(proposal.messages, served.active_params,
-                                              served.price)
+                                              served.price, served.max_tokens)
             self.ledger.reserve(index, reserved)
             if not proposal.is_text:
                 self.ledger.reserve_eval(index)
@@ -275,17 +276,19 @@ class Engine(Decisions):
         self.models.sent(arm)
         coro = self.unsent.track(call_id, partial(
             served.complete, proposal.messages, temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p, max_tokens=self.max_tokens, seed=seed))
-        self.llm[asyncio.ensure_future(coro)] = job
+            top_p=self.cfg.top_p, max_tokens=served.max_tokens, seed=seed))
+        with self.models.sending(arm, key):  # the call's place in the run (issue 34)
+            self.llm[asyncio.ensure_future(coro)] = job
         self._emit()  # "in flight" changed: the live display shows it at once
 
     def _on_completion(self, job: CallJob, c: Completion) -> None:
         policy = self.settings.call_policy
         served = self.models.models[job.model]  # FLOPs at the answering model's size
-        flops = call_flops(c, served.active_params, max_tokens=self.max_tokens,
+        flops = call_flops(c, served.active_params, max_tokens=served.max_tokens,
                            no_usage=policy.no_usage)
         counted = c.ok or policy.count_failed_attempts
-        attempts = attempt_rows(c, served.active_params, self.max_tokens, policy.no_usage)
+        attempts = attempt_rows(c, served.active_params, served.max_tokens, policy.no_usage)
+        usd = self.models.cost_usd(job.model, c)
         last_error = c.attempts[-1].error if c.attempts and not c.ok else None
         self.store.finish_call(job.call_id, status="ok" if c.ok else "failed", counted=counted,
                                fields={
@@ -293,14 +296,14 @@ class Engine(Decisions):
             "prompt_tokens": c.usage.prompt_tokens, "cached_tokens": c.usage.cached_tokens,
             "completion_tokens": c.usage.completion_tokens, "flops": flops,
             "latency_s": c.latency_s, "error": last_error,
-            "cost_usd": self.models.cost_usd(job.model, c)}, attempts=attempts)
-        self.models.answered(job.key, job.model, c.usage.prompt_tokens,
-                             c.usage.completion_tokens)
+            "cost_usd": usd}, attempts=attempts)
+        self.models.answered(job.key, job.model, CallCost(  # for a per-cost model reward
+            flops, (c.usage.prompt_tokens or 0) + (c.usage.completion_tokens or 0), usd))
         self.completed += int(counted)
         self.flops += flops
         if self.ledger is not None:
             self.ledger.settle(job.call_index, c, job.proposal.messages, counted,
-                               served.active_params, served.price)
+                               served.active_params, served.price, served.max_tokens)
             if not c.ok:  # no child to evaluate
                 self.ledger.settle_eval(job.call_index, 0.0)
         if c.ok:
@@ -361,8 +364,10 @@ class Engine(Decisions):
                                    trajectory=job.pull.trajectory, parent_id=p.parent_id)
         if self.ledger is not None:
             self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
-        self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25)
-                         self.models.reward(job.key, ev.score if ev.valid else None), live=True)
+        best_now = self.protocols[job.pull.trajectory].best.score
+        self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25, 34)
+                         self.models.reward(job.key, ev.score if ev.valid else None, best_now),
+                         live=True)
         told_with_followups(self, job, partial(self.credit.tell_child, job,
                                                child_of(pid, code, ev)))
         self.children += 1

@@ -51,6 +51,8 @@ class Credit:
         proto.tell(job.proposal, child)
         if child.program_id is not None:
             self.owner[child.program_id] = job.pull.pull_id
+        # the model bandit's mark (issue 34): a later child must beat this one to gain
+        self.engine.models.seen(job.pull.trajectory, child.score if child.valid else None)
         self._told(job, proto, before)
 
     def tell_text(self, job: CallJob, text: str) -> None:

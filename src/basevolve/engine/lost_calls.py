@@ -60,20 +60,23 @@ def lost_call_flops(row: Mapping[str, Any], kind: str, active_params: float, max
 
 def charge_lost_calls(store: Any, cfg: Any, active_params: float, max_tokens: int,
                       params_of: Mapping[str | None, float] | None = None,
+                      max_tokens_of: Mapping[str | None, int] | None = None,
                       unsent: Collection[int] = ()) -> int:
     """Turn the run's ``pending`` calls into ``lost`` ones charged under the run's
     ``--charge-unanswered``; the number of calls marked.  ``params_of``: each model's
-    active parameters by name (several models, issue 25: a call is charged at its own).
-    ``unsent``: ids of calls never sent (waiting for their turn), charged 0.  A store that
-    cannot be written (a full disk: the error that stopped the run is the one to report)
-    is left as it is; a resume marks those calls later."""
+    active parameters by name (several models, issue 25: a call is charged at its own);
+    ``max_tokens_of``: each model's completion cap by name (issue 34).  ``unsent``: ids
+    of calls never sent (waiting for their turn), charged 0.  A store that cannot be
+    written (a full disk: the error that stopped the run is the one to report) is left as
+    it is; a resume marks those calls later."""
     policy = CHARGE_UNANSWERED[cfg.charge_unanswered]
 
     def charge(row: Mapping[str, Any]) -> float:
         if row["call_id"] in unsent:
             return 0.0
         params = (params_of or {}).get(row["model"], active_params)
-        return lost_call_flops(row, cfg.budget_kind, params, max_tokens, policy)
+        cap = (max_tokens_of or {}).get(row["model"], max_tokens)
+        return lost_call_flops(row, cfg.budget_kind, params, cap, policy)
 
     try:
         return len(store.mark_lost(cfg.run_id, charge))

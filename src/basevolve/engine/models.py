@@ -11,14 +11,11 @@ same call, *which model* answers it.  Three rules, in order:
    It is asked per call next to the trajectory allocator; an arm is a model, eligible
    while under its own ``max_in_flight`` (all are, when none is).  Its reward is told
    when the call's child has been scored (``--model-reward``, :data:`MODEL_REWARDS`):
-
-   * ``improvement``: ``max(0, child score - the trajectory's best when the call was
-     asked)``, the improvement the call bought;
-   * ``improvement_per_flop``: that times ``P_min / P_model``: per effective FLOP relative
-     to the cheapest model, at equal tokens (paper, Appendix "Effective FLOPs": FLOPs
-     are ``2 P`` per token), so a model 8x the size must improve 8x as much;
-   * ``improvement_per_token``: that times ``prompt / (prompt + completion)`` tokens of
-     the call: a model that writes many tokens for the same gain earns less.
+   the gain the child made, credited once (issue 34: over the trajectory's mark, so
+   concurrent calls do not count one rise twice), for ``improvement``; divided by the
+   call's actual effective FLOPs, tokens or dollars, normalised by a reference call, for
+   ``improvement_per_flop``, ``improvement_per_token`` and ``improvement_per_usd``
+   (:mod:`basevolve.engine.model_credit`).
 
    Every decision and reward is stored (``model_events``) before it acts, as the
    trajectory allocator's are (``allocations``), so ``replay`` and the analysis can
@@ -33,32 +30,50 @@ A re-issued call (failed, or lost in a crash) keeps the model of the call it rep
 the decision was made once.  Every call stores its model (``calls.model``); FLOPs use
 that model's own parameter count.  A single-model run has one entry and stores nothing
 beyond ``calls.model``.
+
+Each model has its own ``max_tokens`` (issue 34, item 3: ``--model NAME,max_tokens=N``,
+else ``--max-tokens``, else the catalog's value for that model, else 4,096): it is sent in
+that model's requests, bounds its worst case in a cost budget's reservation and its
+FLOPs when a reply reports no usage.  A Qwen3 thinking model listed after a Llama model
+is no longer cut at the Llama model's 4,096 tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from basevolve.engine.model_credit import (
+    MODEL_REWARDS,
+    CallCost,
+    ModelCredit,
+    Reference,
+    cost_factor,
+)
 from basevolve.errors import StoreError
+from basevolve.llm.call_order import CALL_ORDER, order_value
+from basevolve.llm.ensemble import model_max_tokens
 from basevolve.llm.sending import sending, waiting
 
-MODEL_REWARDS: tuple[str, ...] = ("improvement", "improvement_per_flop", "improvement_per_token")
 _WEIGHT_STREAM = 0x6D6F64  # "mod": the fixed-weight draw's own seed stream
 
 
 @dataclass(slots=True)
 class Served:
-    """One model of the run with its client, parameter count, price and slot bound."""
+    """One model of the run with its client, parameter count, price, completion cap and
+    slot bound."""
 
     name: str
     client: Any
     active_params: float
     entry: Any  # llm.ensemble.ModelEntry
+    max_tokens: int = 4096  # its own completion cap (module docstring)
     price: Any = None  # llm.prices.Price or None
     slots: asyncio.Semaphore | None = None
     own: bool = False  # built here (closed here); the primary client is the caller's
@@ -80,14 +95,16 @@ class ModelRouter:
         from basevolve.llm.factory import make_client
 
         self.cfg, self.store, self.run_id = cfg, store, run_id
-        self.max_tokens, self.no_usage = settings.max_tokens, settings.no_usage
+        self.no_usage = settings.no_usage
         self.entries = cfg.model_entries()
         self.models: list[Served] = []
         for i, e in enumerate(self.entries):
+            cap = model_max_tokens(cfg, e, first=settings.max_tokens if i == 0 else None)
             c = client if i == 0 else make_client(
-                e.name, e.base_url or cfg.base_url, params=e.params, settings=settings)
+                e.name, e.base_url or cfg.base_url, params=e.params,
+                settings=replace(settings, max_tokens=cap))
             limit = e.max_in_flight
-            self.models.append(Served(e.name, c, float(c.model_spec.active_params), e,
+            self.models.append(Served(e.name, c, float(c.model_spec.active_params), e, cap,
                                       _price(e, c.model_spec.name), None if limit is None else
                                       asyncio.Semaphore(limit), own=i > 0))
         self.bandit = None
@@ -97,10 +114,15 @@ class ModelRouter:
             self.bandit = ALLOCATORS.get(cfg.model_allocator)(
                 n_arms=len(self.models), rng=np.random.default_rng([cfg.seed, _WEIGHT_STREAM]),
                 horizon=cfg.budget, reward_mode="improvement")
-        self.p_min = min(m.active_params for m in self.models)
+        self.reference = Reference.of([(m.active_params, m.max_tokens, m.price)
+                                       for m in self.models])
+        self.credit = ModelCredit()
         self.in_flight = [0] * len(self.models)
+        #: per model, the keys of its calls in issue order (a call's place, issue 34)
+        self.keys: list[list[int]] = [[] for _ in self.models]
+        self._tag: str | None = None
         #: per open bandit pull (the call's key: a re-issue keeps it): model, the
-        #: trajectory's best when asked, True, the reply's tokens
+        #: trajectory's best when asked, its trajectory, the reply's cost
         self.open: dict[int, list[Any]] = {}
         #: the models whose worst case fits a cost budget, for the next choice only
         #: (None: no narrowing; set by :meth:`worst_case`)
@@ -132,7 +154,7 @@ class ModelRouter:
         return free if any(free) else open_
 
     def choose(self, proposal: Any, *, key: int, call_index: int, best: float,
-               replay: Any = None) -> int:
+               replay: Any = None, trajectory: int = 0) -> int:
         """The model of a new call (a re-issue keeps its call's).  ``replay``: the stored
         call row when a resume replays the decision (it must come out the same)."""
         if not self.several:
@@ -167,7 +189,7 @@ class ModelRouter:
                              f"{replay['model']!r}, the router chose {self.models[arm].name!r} "
                              "(same models, weights and seed?)")
         if asked:  # only a bandit pull is rewarded later
-            self.open[key] = [arm, best, True, None]
+            self.open[key] = [arm, best, trajectory, None]
         return arm
 
     def _stored_mask(self, call_index: int) -> list[bool]:
@@ -192,35 +214,58 @@ class ModelRouter:
     def sent(self, arm: int) -> None:
         self.in_flight[arm] += 1
 
-    def answered(self, key: int, arm: int, prompt: int | None, completion: int | None) -> None:
-        """A reply arrived: the model's slot is free again; its tokens, for the reward."""
-        self.in_flight[arm] = max(0, self.in_flight[arm] - 1)
-        self.tokens(key, prompt, completion)
+    def place(self, arm: int, key: int) -> int:
+        """The call's position among its model's calls in issue order (a call sent again
+        keeps its key, so its place); replayed calls are placed on resume too."""
+        keys = self.keys[arm]
+        i = bisect.bisect_left(keys, key)
+        if i == len(keys) or keys[i] != key:
+            keys.insert(i, key)
+        return i
 
-    def tokens(self, key: int, prompt: int | None, completion: int | None) -> None:
-        """A reply's tokens (live, or a stored one on resume), for a per-token reward."""
+    @contextmanager
+    def sending(self, arm: int, key: int) -> Iterator[None]:
+        """Around the creation of a call's request: its place in the run goes with it
+        (``X-Basevolve-Call``, :mod:`basevolve.llm.call_order`; issue 34, item 4)."""
+        if self._tag is None:  # the run's id and creation time: a resume keeps it
+            row = self.store.get_run(self.run_id)
+            self._tag = f"{self.run_id}@{row['created_at'] if row else ''}"
+        token = CALL_ORDER.set(order_value(self._tag, self.place(arm, key)))
+        try:
+            yield
+        finally:
+            CALL_ORDER.reset(token)
+
+    def answered(self, key: int, arm: int, cost: CallCost) -> None:
+        """A reply arrived: the model's slot is free again; its cost, for the reward."""
+        self.in_flight[arm] = max(0, self.in_flight[arm] - 1)
+        self.costs(key, cost)
+
+    def costs(self, key: int, cost: CallCost) -> None:
+        """A reply's cost (live, or a stored one on resume), for a per-cost reward."""
         if key in self.open:
-            self.open[key][3] = (prompt or 0, completion or 0)
+            self.open[key][3] = cost
 
     # ------------------------------------------------------------------ rewards
-    def reward(self, key: int, score: float | None) -> float | None:
-        """The bandit's reward for a call's child (None: the call was not a bandit pull)."""
-        arm, best, asked, tokens = self.open.get(key, (0, 0.0, False, None))
-        if not asked:
+    def seen(self, trajectory: int, score: float | None) -> None:
+        """A child was told to ``trajectory`` (live or replayed): it raises the mark a
+        later child must beat to earn a gain (issue 34, item 1)."""
+        self.credit.seen(trajectory, score)
+
+    def reward(self, key: int, score: float | None, best_now: float | None = None) -> float | None:
+        """The bandit's reward for a call's child (None: the call was not a bandit pull);
+        ``best_now``: its trajectory's best before the child is told."""
+        if key not in self.open:
             return None
-        gain = 0.0 if score is None else max(0.0, float(score) - float(best))
-        mode = self.cfg.model_reward
-        if mode == "improvement_per_flop":
-            return gain * self.p_min / self.models[arm].active_params
-        if mode == "improvement_per_token":
-            p, c = tokens or (0, 0)
-            return gain * (p / (p + c)) if p + c > 0 else 0.0
-        return gain
+        _, best, trajectory, cost = self.open[key]
+        bests = (float(best),) if best_now is None else (float(best), float(best_now))
+        gain = self.credit.gain(trajectory, score, *bests)
+        return gain * cost_factor(self.cfg.model_reward, cost, self.reference)
 
     def tell(self, key: int, call_index: int, reward: float | None, *, live: bool) -> None:
         """Tell the bandit a call's reward (stored first when ``live``)."""
-        arm, _, asked, _ = self.open.pop(key, (0, 0.0, False, None))
-        if not asked or self.bandit is None or reward is None:
+        arm, _, trajectory, _ = self.open.pop(key, (0, 0.0, None, None))
+        if trajectory is None or self.bandit is None or reward is None:
             return
         if live:
             self.store.insert_model_event(
@@ -230,8 +275,8 @@ class ModelRouter:
 
     def cancel(self, key: int, call_index: int, *, live: bool) -> None:
         """A bandit pull that will never get a child (stored first when ``live``)."""
-        arm, _, asked, _ = self.open.pop(key, (0, 0.0, False, None))
-        if not asked or self.bandit is None:
+        arm, _, trajectory, _ = self.open.pop(key, (0, 0.0, None, None))
+        if trajectory is None or self.bandit is None:
             return
         if live:
             self.store.insert_model_event(
@@ -248,9 +293,10 @@ class ModelRouter:
         spent on the others.  ``model``: a re-issued call's own model."""
         if model is not None:
             m = self.models[model]
-            return ledger.worst_case(proposal.messages, m.active_params, m.price)
+            return ledger.worst_case(proposal.messages, m.active_params, m.price, m.max_tokens)
         weights = self._weights(proposal.purpose) if self.several else [1.0]
-        worst = [ledger.worst_case(proposal.messages, m.active_params, m.price) if w > 0
+        worst = [ledger.worst_case(proposal.messages, m.active_params, m.price, m.max_tokens)
+                 if w > 0
                  else None for m, w in zip(self.models, weights, strict=True)]
         extra = ledger.eval_worst if not proposal.is_text else 0.0
         fits = [w is not None and ledger.fits(w + extra) for w in worst]
@@ -268,12 +314,16 @@ class ModelRouter:
             return None
         from basevolve.engine.budget import usd_of
 
-        return usd_of(completion, price, self.max_tokens, self.no_usage)
+        return usd_of(completion, price, self.models[arm].max_tokens, self.no_usage)
 
     def params_of(self) -> dict[str | None, float]:
         """Active parameters by stored model name (None: rows of an older run)."""
         return {None: self.models[0].active_params} | {
             m.name: m.active_params for m in self.models}
+
+    def max_tokens_of(self) -> dict[str | None, int]:
+        """Each model's completion cap by stored model name (None: an older run's one)."""
+        return {None: self.models[0].max_tokens} | {m.name: m.max_tokens for m in self.models}
 
     def summary(self) -> dict[str, Any] | None:
         return None if self.bandit is None else self.bandit.summary()
@@ -284,15 +334,16 @@ class ModelRouter:
                 await m.client.aclose()
 
 
-def model_costs(cfg: Any) -> list[tuple[float, Any]]:
-    """Each model's (active parameters, price) from the catalog and ``--model`` keys, no
-    I/O: a cost budget's first-call check covers the dearest (engine/budget.py)."""
+def model_costs(cfg: Any) -> list[tuple[float, Any, int]]:
+    """Each model's (active parameters, price, max_tokens) from the catalog and
+    ``--model`` keys, no I/O: a cost budget's first-call check covers the dearest
+    (engine/budget.py)."""
     from basevolve.llm.catalog import resolve_model
 
     out = []
     for e in cfg.model_entries():
         spec = resolve_model(e.name, e.params)
-        out.append((float(spec.active_params), _price(e, spec.name)))
+        out.append((float(spec.active_params), _price(e, spec.name), model_max_tokens(cfg, e)))
     return out
 
 
@@ -316,6 +367,13 @@ def check_models(cfg: Any) -> None:
         raise ConfigError(f"--budget-usd needs a price for every model; {name!r} has none in "
                           f"the catalog: give --model {name},price=P/C/O (USD per million "
                           "prompt/cached/completion tokens)")
+    if cfg.model_allocator is not None and cfg.model_reward == "improvement_per_usd":
+        for e, (_, price, _) in zip(entries, model_costs(cfg), strict=True):
+            if price is None:
+                raise ConfigError(f"--model-reward improvement_per_usd needs a price for every "
+                                  f"model; {e.name!r} has none in the catalog: give --model "
+                                  f"{e.name},price=P/C/O (USD per million prompt/cached/"
+                                  "completion tokens)")
 
 
 def unpriced_model(cfg: Any) -> str | None:
@@ -323,7 +381,7 @@ def unpriced_model(cfg: Any) -> str | None:
     another budget); the CLI and a sweep file word the refusal each their own way."""
     if cfg.budget_kind != "usd":
         return None
-    for e, (_, price) in zip(cfg.model_entries(), model_costs(cfg), strict=True):
+    for e, (_, price, _) in zip(cfg.model_entries(), model_costs(cfg), strict=True):
         if price is None:
             return str(e.name)
     return None
@@ -337,5 +395,5 @@ def _price(entry: Any, catalog_name: str) -> Any:
     return price_of(catalog_name, override)
 
 
-__all__ = ["MODEL_REWARDS", "ModelRouter", "Served", "check_models", "model_costs",
-           "unpriced_model"]
+__all__ = ["MODEL_REWARDS", "CallCost", "ModelRouter", "Served", "check_models",
+           "model_costs", "model_max_tokens", "unpriced_model"]  # model_max_tokens: llm.ensemble

@@ -26,6 +26,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from basevolve.engine.followups import declared_followups, release_followups
+from basevolve.engine.models import CallCost
 from basevolve.engine.state import CallJob, child_from_row
 from basevolve.errors import StoreError
 from basevolve.protocols import Proposal
@@ -80,15 +81,19 @@ def replay_into(engine: Engine) -> None:
                         f"resume diverged at call {r['call_index']}: stored (generation, slot) "
                         f"{(r['generation'], r['slot'])}, protocol asked {proposal.key}")
                 model = engine.models.choose(proposal, key=key, call_index=r["call_index"],
-                                             best=engine.protocols[t].best.score, replay=r) \
+                                             best=engine.protocols[t].best.score, replay=r,
+                                             trajectory=t) \
                     if r["model"] is not None else 0
                 pull.owed += declared_followups(proposal)
             else:
                 original = jobs[r["reissue_of"]]
                 proposal, key, model = original.proposal, original.key, original.model
             key_of[r["call_index"]] = key
-            if r["status"] == "ok":  # its reply's tokens, for a per-token model reward
-                engine.models.tokens(key, r["prompt_tokens"], r["completion_tokens"])
+            engine.models.place(model, key)  # its place among its model's calls (issue 34)
+            if r["status"] == "ok":  # its reply's cost, for a per-cost model reward
+                engine.models.costs(key, CallCost(
+                    float(r["flops"] or 0.0),
+                    (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0), r["cost_usd"]))
             jobs[r["call_id"]] = CallJob(r["call_id"], r["call_index"], proposal, pull, r["seed"],
                                          key=key, model=model)
             texts[r["call_id"]] = r["text"]

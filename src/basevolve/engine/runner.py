@@ -26,12 +26,12 @@ from basevolve.engine.endpoints import load_model, probe_endpoint
 from basevolve.engine.evaluator import needs_own_pool, start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
-from basevolve.engine.models import check_models, model_costs
+from basevolve.engine.models import check_models, model_costs, model_max_tokens
 from basevolve.engine.resumable import check_resumable
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, answered_by_llm, text_evaluator
 from basevolve.errors import ConfigError, StoreError
-from basevolve.llm.settings import LLMSettings, default_max_tokens
+from basevolve.llm.settings import LLMSettings
 from basevolve.store import RunStore
 
 Progress = Callable[[dict[str, Any]], None]
@@ -52,7 +52,8 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
     from basevolve.llm.flops import CHARGE_UNANSWERED
 
     # --max-tokens, else the model's default in the catalog (Qwen3 thinks: issue 23)
-    max_tokens = cfg.max_tokens if cfg.max_tokens is not None else default_max_tokens(cfg.model)
+    # (the first model's own max_tokens= key first: each model has its own, issue 34)
+    max_tokens = model_max_tokens(cfg, cfg.model_entries()[0])
     timeouts = cfg.llm_timeouts()  # --request-timeout / --call-timeout
     if cfg.base_url is not None:
         # The default request timeout is 4,096 tokens at ~14 tokens/s; a larger cap (a
@@ -162,12 +163,13 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
     # those a killed process left pending, and those in flight when this run stops
     if resume:
         charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens,
-                          engine.models.params_of())
+                          engine.models.params_of(), engine.models.max_tokens_of())
     try:
         await engine.run(resume=resume)
     except BaseException:  # calls still waiting for their turn were never sent (issue 37)
         charge_lost_calls(store, cfg, engine.active_params, engine.max_tokens,
-                          engine.models.params_of(), unsent=engine.unsent)
+                          engine.models.params_of(), engine.models.max_tokens_of(),
+                          unsent=engine.unsent)
         raise
     finally:
         await engine.models.aclose()  # the clients of the second and later models

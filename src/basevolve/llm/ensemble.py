@@ -21,7 +21,10 @@ The user's form (CLI ``--model``, repeated; the sweep TOML's ``models`` list; th
   (e.g. ``role=judge+meta_prompt``: ShinkaEvolve's judge or CodeEvolve's meta prompts on a
   cheaper endpoint); a model with roles serves only them unless it also has a weight;
 * ``price``: USD per million prompt/cached/completion tokens, ``P/C/O`` or ``P/O``
-  (:func:`basevolve.llm.prices.parse_price`), overriding the catalog's.
+  (:func:`basevolve.llm.prices.parse_price`), overriding the catalog's;
+* ``max_tokens``: the model's completion cap (issue 34, item 3), sent in its requests and
+  used in its worst case; default: ``--max-tokens``, else the catalog's value for that
+  model (a Qwen3 thinking model: 16,000), else 4,096.
 
 A single ``--model NAME`` (with ``--base-url``/``--params``) is exactly the run of old:
 ``RunConfig.models`` is then empty.
@@ -37,8 +40,12 @@ from typing import Any
 from basevolve.errors import ConfigError
 
 ALIASES = {"url": "base_url", "in_flight": "max_in_flight", "roles": "role"}
-KEYS = ("base_url", "params", "max_in_flight", "weight", "role", "price")
+KEYS = ("base_url", "params", "max_in_flight", "weight", "role", "price", "max_tokens")
 MAX_MODELS = 16
+#: ``--model-reward`` values (engine/model_credit.py says what each pays; issue 34): here,
+#: at the bottom, so that checking a run's models needs nothing from the engine
+MODEL_REWARDS: tuple[str, ...] = ("improvement", "improvement_per_flop", "improvement_per_token",
+                                  "improvement_per_usd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,7 @@ class ModelEntry:
     weight: float | None = None
     roles: tuple[str, ...] = ()
     price: str | None = None
+    max_tokens: int | None = None
 
     @property
     def pool_weight(self) -> float:
@@ -125,6 +133,13 @@ def _entry(name: str, f: dict[str, Any]) -> ModelEntry:
             raise ConfigError(f"--model {name}: max_in_flight must be an integer >= 1, got "
                               f"{f['max_in_flight']!r}")
         limit = int(limit)
+    cap = None
+    if f.get("max_tokens") is not None:
+        cap = _number(name, "max_tokens", f["max_tokens"], integer=True)
+        if cap != int(cap) or cap < 1:
+            raise ConfigError(f"--model {name}: max_tokens must be an integer >= 1, got "
+                              f"{f['max_tokens']!r}")
+        cap = int(cap)
     weight = None if f.get("weight") is None else _number(name, "weight", f["weight"])
     if weight is not None and weight < 0:
         raise ConfigError(f"--model {name}: weight must be >= 0, got {weight}")
@@ -145,7 +160,7 @@ def _entry(name: str, f: dict[str, Any]) -> ModelEntry:
         price = str(price)
     base_url = f.get("base_url") or None
     return ModelEntry(name, None if base_url is None else str(base_url), params, limit, weight,
-                      roles, price)
+                      roles, price, cap)
 
 
 def parse_models(specs: Iterable[str | Mapping[str, Any] | ModelEntry]) -> tuple[ModelEntry, ...]:
@@ -216,12 +231,25 @@ def check_run_models(models: Any, model: str, allocator: str | None,
         if allocator in ("single", "successive_halving", "successive_rejects"):
             raise ConfigError(f"--model-allocator {allocator} cannot choose a model per call; "
                               "use ucb, thompson, exp3p, random, ...")
-    from basevolve.engine.models import MODEL_REWARDS
-
     if reward not in MODEL_REWARDS:
         raise ConfigError(f"--model-reward must be one of {', '.join(MODEL_REWARDS)}, got "
                           f"{reward!r}")
     return tuple(e.to_dict() for e in entries)
+
+
+def model_max_tokens(cfg: Any, entry: Any, first: int | None = None) -> int:
+    """A model's completion cap: its ``max_tokens=`` key, else ``--max-tokens``, else
+    (``first``: the run's first model's, as the run's settings have it) the catalog's
+    value for that model, else the generic default (module docstring)."""
+    if entry.max_tokens is not None:
+        return int(entry.max_tokens)
+    if cfg.max_tokens is not None:
+        return int(cfg.max_tokens)
+    if first is not None:
+        return int(first)
+    from basevolve.llm.settings import default_max_tokens
+
+    return default_max_tokens(entry.name)
 
 
 def weighted_choice(weights: Sequence[float], u: float) -> int:
@@ -235,5 +263,6 @@ def weighted_choice(weights: Sequence[float], u: float) -> int:
     return max(i for i, w in enumerate(weights) if w > 0)
 
 
-__all__ = ["KEYS", "MAX_MODELS", "ModelEntry", "check_catalog", "check_run_models", "parse_model",
-           "parse_models", "weighted_choice"]
+__all__ = ["KEYS", "MAX_MODELS", "MODEL_REWARDS", "ModelEntry", "check_catalog",
+           "check_run_models", "model_max_tokens", "parse_model", "parse_models",
+           "weighted_choice"]

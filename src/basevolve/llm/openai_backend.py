@@ -38,6 +38,7 @@ import aiohttp
 from basevolve import __version__
 from basevolve.errors import ConfigError, LLMError
 from basevolve.llm.base import ERROR_CHARS, AttemptFailure, Reply, RetryingClient
+from basevolve.llm.call_order import CALL_HEADER, CALL_ORDER
 from basevolve.llm.catalog import ModelSpec
 from basevolve.llm.settings import LLMSettings
 from basevolve.llm.usage import (
@@ -288,10 +289,12 @@ class OpenAIClient(RetryingClient):
         body = json.dumps({"model": self._spec.served_id, "stream": False, **payload,
                            **(self._extra_body or {})}).encode()
         session = await self._session()
+        order = CALL_ORDER.get()  # its place in its run (issue 34), when the engine set it
         try:
             # the retry loop's asyncio clock is authoritative; this one is a backstop
             async with session.post(self._url, data=body, allow_redirects=False,
                                     proxy=self._proxy,
+                                    headers=None if order is None else {CALL_HEADER: order},
                                     timeout=aiohttp.ClientTimeout(total=timeout_s + 1.0)
                                     ) as response:
                 if not 200 <= response.status < 300:

@@ -33,6 +33,7 @@ RAW_TABLES = ("runs", "calls", "attempts", "programs", "allocations", "trajector
 #: the per-model breakdown of every run (issue 25): :func:`models_table`, written by
 #: ``export`` as ``models``; the same numbers as the summary's ``models`` and ``runs --json``
 MODEL_COLUMNS = ["run_id", "model", "calls", "calls_sent", "calls_failed", "calls_lost",
+                 "calls_truncated",
                  "prompt_tokens", "cached_tokens", "completion_tokens", "flops", "cost_usd",
                  "children", "valid_children", "improvements", "gain"]
 #: file names of the raw tables whose names the tidy tables of ``export --for-analysis``

@@ -23,12 +23,14 @@ Query = Callable[[str, Sequence[Any]], list[Any]]
 
 def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str, Any]]:
     """Per model, in order of first use: ``model, calls, calls_sent, calls_failed,
-    calls_lost, prompt_tokens, cached_tokens, completion_tokens, flops, cost_usd (None:
-    unpriced), children, valid_children, improvements, gain``."""
+    calls_lost, calls_truncated, prompt_tokens, cached_tokens, completion_tokens, flops,
+    cost_usd (None: unpriced), children, valid_children, improvements, gain``
+    (``calls_truncated``: replies cut at the model's own ``max_tokens``, issue 34)."""
     rows = query(
         "SELECT coalesce(model, ?) AS model, min(seq) AS first, count(*) AS sent, "
         "coalesce(sum(counted), 0) AS counted, coalesce(sum(status='failed'), 0) AS failed, "
         "coalesce(sum(status='lost'), 0) AS lost, "
+        "coalesce(sum(finish_reason='length'), 0) AS cut, "
         "coalesce(sum(prompt_tokens), 0) AS p, coalesce(sum(cached_tokens), 0) AS c, "
         "coalesce(sum(completion_tokens), 0) AS o, coalesce(sum(flops), 0.0) AS flops, "
         "count(cost_usd) AS priced, sum(cost_usd) AS usd "
@@ -39,6 +41,7 @@ def model_breakdown(query: Query, run_id: str, run_model: str) -> list[dict[str,
         out[r["model"]] = {
             "model": r["model"], "calls": int(r["counted"]), "calls_sent": int(r["sent"]),
             "calls_failed": int(r["failed"]), "calls_lost": int(r["lost"]),
+            "calls_truncated": int(r["cut"]),
             "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
             "completion_tokens": int(r["o"]), "flops": float(r["flops"]),
             "cost_usd": None if not r["priced"] else float(r["usd"]),

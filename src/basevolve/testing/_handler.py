@@ -12,6 +12,7 @@ import json
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from basevolve.llm.call_order import CALL_HEADER
 from basevolve.testing.faults import Fault
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 self._json(400, {"error": {"message": "stream=true is not supported"}})
                 return
-            index, fault, prompt = server._admit(body, self.headers.get("Authorization", ""))
+            index, fault, prompt = server._admit(body, self.headers.get("Authorization", ""),
+                                                 self.headers.get(CALL_HEADER))
             try:
                 if server._delay(body, index, prompt):
                     self.close_connection = True

@@ -16,7 +16,8 @@ Usage accounting (deterministic, documented so tests can hand-check FLOPs):
   characters) between this request's ``prompt_text`` and any *earlier* request's, ``// 4``,
   capped at ``prompt_tokens - 1`` (vLLM always recomputes at least one token).  The first
   request therefore has 0 cached tokens.  Under concurrency "earlier" means "received
-  earlier".  A fixed ``cached_tokens`` overrides the emulation.
+  earlier" (but see :mod:`basevolve.testing.prefix_cache`: a run's own cache in its
+  logical order).  A fixed ``cached_tokens`` overrides the emulation.
 * ``completion_tokens``: ``len(reply) // 4`` (at least 1), at most the request's
   ``max_tokens`` (an honest server never generates more: issue 32 refuses a count above
   it as impossible), or the fixed value given.
@@ -64,6 +65,7 @@ from typing import Any, NamedTuple, Protocol
 
 from basevolve.testing._handler import make_handler
 from basevolve.testing.faults import Fault
+from basevolve.testing.prefix_cache import LogicalPrefixCache, common_prefix, parse_order
 
 ReplyFn = Callable[[dict[str, Any], int], str]
 UsageFn = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -122,28 +124,6 @@ class _Prompt(NamedTuple):
     cached_chars: int
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b``.
-
-    Binary search on slice equality (C speed) instead of a character loop: the server
-    compares every prompt with all earlier ones under its lock, and greedy siblings are
-    byte-identical, so a Python loop cost ~ms per pair and serialised concurrent
-    requests on CPU that a real server does not spend (it grew with the run's length).
-    """
-    if a.startswith(b):
-        return len(b)
-    if b.startswith(a):
-        return len(a)
-    lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; a[:hi + 1] != b[:hi + 1]
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 class LLMTestServer:
     """Scripted OpenAI-compatible server on 127.0.0.1; use as a context manager.
 
@@ -197,6 +177,7 @@ class LLMTestServer:
         self.record = bool(record)
         self.prefix_cache_prompts = prefix_cache_prompts
         self._sorted_prompts: list[str] = []  # the emulated prefix cache, sorted
+        self._logical = LogicalPrefixCache(prefix_cache_prompts)
         self._prompt_order: deque[str] = deque()  # insertion order, for eviction
         self._payloads: dict[int, dict[str, Any]] = {}  # replies computed before the wait
         self.n_requests = 0
@@ -285,8 +266,10 @@ class LLMTestServer:
             return len(self._faults)
 
     # -- request handling (called from handler threads) --------------------------------
-    def _admit(self, body: dict[str, Any], auth: str) -> tuple[int, Fault | None, _Prompt]:
+    def _admit(self, body: dict[str, Any], auth: str,
+               order: str | None = None) -> tuple[int, Fault | None, _Prompt]:
         prompt = "".join(_content_text(m.get("content")) for m in body.get("messages") or [])
+        place = parse_order(order)
         with self._lock:
             index = next(self._counter)
             self.n_requests += 1
@@ -295,10 +278,12 @@ class LLMTestServer:
                 self._auth.append(auth)
             fault = self._faults.pop(0) if self._faults else None
             cached_chars = 0
-            if self.fixed_cached_tokens is None:  # only the emulated prefix cache needs it
+            if self.fixed_cached_tokens is None and place is None:  # arrival order
                 cached_chars = self._cache_lookup(prompt)
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
+        if self.fixed_cached_tokens is None and place is not None:  # its run's order
+            cached_chars = self._logical.lookup(*place, prompt, self._stop)
         return index, fault, _Prompt(prompt, cached_chars)
 
     def _cache_lookup(self, prompt: str) -> int:
@@ -312,9 +297,9 @@ class LLMTestServer:
         i = bisect.bisect_left(cache, prompt)
         best = 0
         if i > 0:
-            best = _common_prefix(prompt, cache[i - 1])
+            best = common_prefix(prompt, cache[i - 1])
         if i < len(cache):
-            best = max(best, _common_prefix(prompt, cache[i]))
+            best = max(best, common_prefix(prompt, cache[i]))
         cache.insert(i, prompt)
         if self.prefix_cache_prompts is not None:
             self._prompt_order.append(prompt)

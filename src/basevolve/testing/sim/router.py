@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from basevolve.llm.call_order import CALL_HEADER
 from basevolve.testing.llm_server import LLMTestServer
 
 #: Longest model name echoed back in a 404 message (the name is client text).
@@ -207,9 +208,9 @@ def _handler(router: ModelRouter) -> type[BaseHTTPRequestHandler]:
                 conn = http.client.HTTPConnection("127.0.0.1", backend.port)
                 self.upstream[backend.port] = conn
             headers = {"Content-Type": "application/json"}
-            auth = self.headers.get("Authorization")
-            if auth is not None:
-                headers["Authorization"] = auth
+            for name in ("Authorization", CALL_HEADER):  # the call's place: issue 34
+                if (value := self.headers.get(name)) is not None:
+                    headers[name] = value
             try:
                 conn.request("POST", "/v1/chat/completions", body=raw, headers=headers)
                 resp = conn.getresponse()
