@@ -51,10 +51,16 @@ from basevolve.llm.flops import NoUsagePolicy, attempt_flops, attempt_tokens
 from basevolve.llm.usage import TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE
 from basevolve.llm.usage import TOKENS_PER_PROMPT as TOKENS_PER_PROMPT
 from basevolve.llm.usage import prompt_bound as static_prompt_bound
-from basevolve.records import Completion
+from basevolve.records import IMPOSSIBLE_USAGE, Completion
 
 #: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens/-usd``.
 BUDGET_KINDS: tuple[str, ...] = ("calls", "flops", "tokens", "usd")
+
+
+def impossible_usage(completion: Completion) -> bool:
+    """Whether any attempt's reported usage was refused as impossible
+    (:mod:`basevolve.llm.usage`; ``Attempt.error`` starts with IMPOSSIBLE_USAGE)."""
+    return any(str(a.error or "").startswith(IMPOSSIBLE_USAGE) for a in completion.attempts)
 
 
 @dataclass(slots=True)
@@ -148,6 +154,18 @@ class CostLedger:
                                         prompt_tokens_hint=hint)
                          for a in completion.attempts))
 
+    def capped(self, reserved: float | None, cost: float, completion: Completion) -> float:
+        """A call's charge: never more than ``reserved`` (issue 32, item 1), and exactly
+        ``reserved`` -- its worst case -- when any attempt's usage was impossible (the
+        server's counts are not believed, so nothing smaller is either)."""
+        if reserved is None:
+            return cost
+        return reserved if impossible_usage(completion) else min(cost, reserved)
+
+    def reservation(self, key: int) -> float | None:
+        """What was set aside for call ``key`` (None: nothing, e.g. a call budget)."""
+        return self.reserved.get(key)
+
     def settle(self, key: int, completion: Completion,
                messages: Sequence[Mapping[str, Any]], counted: bool = True,
                params: float | None = None, price: Any = None,
@@ -166,7 +184,7 @@ class CostLedger:
         cost = self.cost_of(completion, params, price, max_tokens) \
             if counted or self.kind != "calls" \
             else 0.0
-        cost = cost if reserved is None else min(cost, reserved)
+        cost = self.capped(reserved, cost, completion) if self.kind != "calls" else cost
         self.spent += cost
         self.learn(max((a.usage.prompt_tokens for a in completion.attempts if a.usage),
                        default=0), messages)
@@ -208,9 +226,12 @@ class CostLedger:
             return
         unanswered = 0.0
         charged: dict[Any, float] = {}  # call_id (None: rows without one) -> its charge
+        lied: set[Any] = set()  # calls with an attempt whose usage was impossible
         for a in attempts:
             cid = a["call_id"] if "call_id" in a.keys() else None
             charged[cid] = charged.get(cid, 0.0) + self._stored_attempt(a, params_of)
+            if "error" in a.keys() and str(a["error"] or "").startswith(IMPOSSIBLE_USAGE):
+                lied.add(cid)
         for c in calls:
             messages = json.loads(c["messages_json"])
             meta = json.loads(c["meta_json"]) if c["meta_json"] else {}
@@ -221,8 +242,10 @@ class CostLedger:
             cid = c["call_id"] if "call_id" in c.keys() else None
             cost = float(c["cost_usd"] or 0.0) if self.kind == "usd" else \
                 charged.pop(cid, 0.0) if cid is not None else 0.0
-            if "budget_reserved" in meta:  # never more than was reserved (as settle)
-                cost = min(cost, float(meta["budget_reserved"]))
+            if "budget_reserved" in meta:  # never more than was reserved (as settle), and
+                # the reservation itself when the usage was impossible (as capped)
+                cost = float(meta["budget_reserved"]) if cid is not None and cid in lied \
+                    else min(cost, float(meta["budget_reserved"]))
             self.spent += cost
         if self.kind != "usd":  # attempts of rows that name no call: uncut
             self.spent += sum(charged.values())
@@ -399,8 +422,8 @@ def budget_report(store: Any, cfg: Any, active_params: float | None,
     ledger.restore(
         store.query("SELECT call_id, status, messages_json, meta_json, prompt_tokens, counted, "
                     "cost_usd FROM calls WHERE run_id=?", run),
-        store.query("SELECT a.call_id, a.prompt_tokens, a.completion_tokens, a.flops, c.model "
-                    "FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", run),
+        store.query("SELECT a.call_id, a.prompt_tokens, a.completion_tokens, a.flops, a.error, "
+                    "c.model FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", run),
         store.eval_totals(cfg.run_id), params_of)
     return out | {"budget_spent": ledger.spent, "budget_left": ledger.limit - ledger.spent}
 

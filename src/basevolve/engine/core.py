@@ -289,6 +289,10 @@ class Engine(Decisions):
         counted = c.ok or policy.count_failed_attempts
         attempts = attempt_rows(c, served.active_params, served.max_tokens, policy.no_usage)
         usd = self.models.cost_usd(job.model, c)
+        if usd is not None and self.ledger is not None and self.ledger.kind == "usd":
+            # the stored dollars are the charge: capped at (an impossible usage: exactly)
+            # what was reserved (issue 32)
+            usd = self.ledger.capped(self.ledger.reservation(job.call_index), usd, c)
         last_error = c.attempts[-1].error if c.attempts and not c.ok else None
         self.store.finish_call(job.call_id, status="ok" if c.ok else "failed", counted=counted,
                                fields={

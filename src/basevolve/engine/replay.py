@@ -148,7 +148,7 @@ def _restore_counters(engine: Engine, calls: list[Any]) -> None:
     engine.next_call_index = 1 + max((r["call_index"] for r in calls), default=-1)
     if engine.ledger is not None:  # FLOPs/token budget: what was spent, lost calls charged
         engine.ledger.restore(calls, engine.store.query(
-            "SELECT a.call_id, a.prompt_tokens, a.completion_tokens, a.flops, c.model "
+            "SELECT a.call_id, a.prompt_tokens, a.completion_tokens, a.flops, a.error, c.model "
             "FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=?", (engine.run_id,)),
             engine.store.eval_totals(engine.run_id),
             {m.name: m.active_params for m in engine.models.models})
