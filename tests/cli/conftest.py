@@ -30,3 +30,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
         item.user_properties.append(("embedded_rate", measured.describe()))
         item.user_properties.append(("embedded_timeout_s", round(limit)))
     yield
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per embedded-model test: the measured rate and the limit it ran under."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get(
+            "failed", []):
+        props = dict(report.user_properties)
+        if "embedded_timeout_s" in props and report.when == "call":
+            terminalreporter.write_line(
+                f"{report.nodeid}: {props['embedded_rate']}; timeout "
+                f"{props['embedded_timeout_s']} s, took {report.duration:.0f} s")
