@@ -18,6 +18,8 @@
 #    C=8, T=4 x N=2 (answers: temperature 0, at most 64 tokens)
 # G: LPO, 1.5B writes the templates, 0.5B answers, 10 sample questions, C=4, T=2 x N=2
 # H: as G with C=8, T=4 x N=2
+# I: as H with C=16, T=4 x N=4 (issue 37, item 3: twice the independent tries per
+#    generation, for a main job that improves in nearly every seed)
 # All: --max-tokens 1024, paper sampling defaults (temperature 0.6, top-p 0.95).
 set -uo pipefail
 OUT=${1:-bench-main-job}
@@ -34,6 +36,7 @@ LPO="--task prompt_optimization --task-param limit=10 --task-param answer_max_to
 CFG[F]="$LPO --model embedded-small --budget 8 --depth 4"
 CFG[G]="$LPO --model embedded --task-param answer_model=embedded-small --budget 4 --depth 2"
 CFG[H]="$LPO --model embedded --task-param answer_model=embedded-small --budget 8 --depth 4"
+CFG[I]="$LPO --model embedded --task-param answer_model=embedded-small --budget 16 --depth 4"
 for seed in $(seq ${FIRST_SEED:-0} $(( ${SEEDS:-5} - 1 ))); do
   for c in ${CONFIGS:-A B C D E F G H}; do
     [ "$(date +%s)" -ge "$DEADLINE" ] && break 2
