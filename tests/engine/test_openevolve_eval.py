@@ -129,6 +129,18 @@ def test_combined_score_wins_and_openevolve_import_works(pool, tmp_path):
     assert ev.artifacts == {"notes": "fine", "raw": "<2 bytes of binary data>", "utf8": "é"}
 
 
+def test_an_async_evaluate_is_awaited(pool, tmp_path):
+    """OpenEvolve's r_robust_regression example defines ``async def evaluate``; OpenEvolve
+    0.4.0 scores its coroutine as an error, basevolve runs it to its metrics (issue 31)."""
+    directory = make_dir(tmp_path / "async", LOADER + (
+        "import asyncio\n\n\n"
+        "async def evaluate(program_path):\n"
+        "    await asyncio.sleep(0)\n"
+        "    return {'combined_score': load(program_path).value()}\n"))
+    ev = evaluate(pool, directory, "def value():\n    return 0.75\n")
+    assert ev.valid and ev.score == 0.75 and ev.error is None
+
+
 def test_evaluate_that_raises_scores_zero_with_the_reason(pool, tmp_path):
     directory = make_dir(tmp_path / "raises", LOADER + (
         "def evaluate(program_path):\n    load(program_path)\n    return {'x': 1.0}\n"))

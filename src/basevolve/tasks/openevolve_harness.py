@@ -27,8 +27,10 @@ a dataclass of ``metrics`` and ``artifacts``), so evaluators that import it run 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -180,7 +182,11 @@ def run_stage(name: str, kwargs: dict | None = None) -> dict:
     if name not in STAGES:
         raise ValueError(f"unknown stage {name!r}")
     function = getattr(_STATE["module"], name)
-    return plain(function(_STATE["program_path"], **(kwargs or {})))
+    result = function(_STATE["program_path"], **(kwargs or {}))
+    if inspect.iscoroutine(result):  # an ``async def evaluate`` (OpenEvolve's
+        # r_robust_regression example): run it to its result, as its author meant
+        result = asyncio.run(result)
+    return plain(result)
 
 
 # ------------------------------------------------------------ plain data out
