@@ -113,3 +113,25 @@ def test_score_text(value, text):
     from basevolve.cli.summary_table import score_text
 
     assert score_text(value) == text
+
+
+
+def test_per_model_rows_agree_in_number(tmp_path, capsys) -> None:
+    """Issue 37, item 8: a model with one improvement (and one call) printed "1
+    improvements"."""
+    from basevolve.cli.summary_table import counted
+
+    assert [counted(n, "improvement") for n in (0, 1, 2)] == [
+        "0 improvements", "1 improvement", "2 improvements"]
+    with LLMTestServer(seeded_packing_reply) as srv:
+        assert _run(srv.base_url, tmp_path / "s.sqlite", tmp_path, "m", "--json") == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    models = [{"model": "weak", "calls": 1, "prompt_tokens": 1, "completion_tokens": 0,
+               "flops": 20.0, "cost_usd": None, "improvements": 1},
+              {"model": "strong", "calls": 2, "prompt_tokens": 20, "completion_tokens": 10,
+               "flops": 600.0, "cost_usd": 0.5, "improvements": 0}]
+    lines = summary_table({**summary, "models": models}).splitlines()
+    assert any(ln.split() == ["weak", "1", "call,", "1", "token,", "20", "FLOPs,", "1",
+                              "improvement"] for ln in lines), lines
+    assert any(ln.split() == ["strong", "2", "calls,", "30", "tokens,", "600", "FLOPs,",
+                              "$0.5,", "0", "improvements"] for ln in lines), lines

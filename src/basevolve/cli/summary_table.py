@@ -83,6 +83,11 @@ def _eval_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
             ("evaluation FLOPs / tokens", f"{s['eval_flops']:.4g} / {s['eval_tokens']}")]
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 improvement``, ``2 improvements`` (issue 37, item 8: "1 improvements")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _model_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
     """Calls, tokens, FLOPs, dollars and improvements per model (issue 25), and spend."""
     models = s.get("models") or []
@@ -93,9 +98,10 @@ def _model_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
                                                  if s.get("model_reward") else "")))
         for m in models:
             usd = "" if m["cost_usd"] is None else f", ${m['cost_usd']:.4g}"
-            rows.append((f"  {m['model']}", f"{m['calls']} calls, "
-                         f"{m['prompt_tokens'] + m['completion_tokens']} tokens, "
-                         f"{m['flops']:.4g} FLOPs{usd}, {m['improvements']} improvements"))
+            tokens = m["prompt_tokens"] + m["completion_tokens"]
+            rows.append((f"  {m['model']}", f"{counted(m['calls'], 'call')}, "
+                         f"{counted(tokens, 'token')}, {m['flops']:.4g} FLOPs{usd}, "
+                         f"{counted(m['improvements'], 'improvement')}"))
     if s.get("cost_usd") is not None:
         rows.append(("spend (USD)", f"{s['cost_usd']:.6g}"))
     return rows
