@@ -146,14 +146,14 @@ def load_json(text: str | bytes) -> Any:
     return data
 
 
-def check_depth(data: Any, what: str) -> None:
-    """Refuse lists/mappings nested deeper than :data:`MAX_DEPTH` (walked without
-    recursion, so the check itself cannot overflow the stack)."""
+def check_depth(data: Any, what: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse lists/mappings nested deeper than ``limit`` (walked without recursion, so
+    the check itself cannot overflow the stack); RefusedText of kind ``depth``."""
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise _too_deep(what)
+        if depth > limit:
+            raise RefusedText(f"is nested deeper than {limit} levels ({what})", "depth")
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):

@@ -4,8 +4,24 @@ run with an uninterrupted one (``--deterministic``, issue 23): shared by the eng
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+
+def decided_order(con: sqlite3.Connection) -> Callable[[int], int]:
+    """call id -> the n-th call decided: a call sent again after a kill stands in its
+    first call's place."""
+    rows = con.execute("SELECT call_id, reissue_of FROM calls ORDER BY call_index").fetchall()
+    parent = dict(rows)
+    decided = {cid: n for n, cid in enumerate(c for c, p in rows if p is None)}
+
+    def key(cid: int) -> int:
+        while parent[cid] is not None:
+            cid = parent[cid]
+        return decided[cid]
+
+    return key
 
 
 def logical_run(store: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -14,15 +30,7 @@ def logical_run(store: Path) -> dict[str, list[tuple[Any, ...]]]:
     rank (ids are event numbers, which the lost calls' rows shift)."""
     con = sqlite3.connect(store)
     try:
-        rows = con.execute("SELECT call_id, reissue_of FROM calls ORDER BY call_index").fetchall()
-        parent = dict(rows)
-        decided = {cid: n for n, cid in enumerate(c for c, p in rows if p is None)}
-
-        def key(cid: int) -> int:
-            while parent[cid] is not None:
-                cid = parent[cid]
-            return decided[cid]
-
+        key = decided_order(con)
         pulls = [p for (p,) in con.execute(
             "SELECT pull_id FROM allocations WHERE kind IN ('assign', 'ask') ORDER BY seq")]
         rank = {p: i for i, p in enumerate(pulls)}

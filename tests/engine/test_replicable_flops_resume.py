@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from logical_support import decided_order
+
 from basevolve.config import RunConfig
 from basevolve.engine import start_run
 from basevolve.testing.sim import simulated_server
@@ -25,15 +27,7 @@ def _usage_by_call(store: Path) -> list[tuple]:
     calls: a call sent again after the kill stands in its first call's place."""
     con = sqlite3.connect(store)
     try:
-        rows = con.execute("SELECT call_id, reissue_of FROM calls ORDER BY call_index").fetchall()
-        parent = dict(rows)
-        decided = {cid: n for n, cid in enumerate(c for c, p in rows if p is None)}
-
-        def key(cid: int) -> int:
-            while parent[cid] is not None:
-                cid = parent[cid]
-            return decided[cid]
-
+        key = decided_order(con)
         return sorted((key(r[0]), *r[1:]) for r in con.execute(
             "SELECT call_id, prompt_tokens, cached_tokens, completion_tokens, flops FROM calls "
             "WHERE status='ok'"))

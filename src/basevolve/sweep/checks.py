@@ -12,7 +12,7 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError
-from basevolve.outside_parse import RefusedText, load_toml
+from basevolve.outside_parse import RefusedText, check_depth, load_toml
 
 #: Deepest nesting of tables and arrays a sweep file may have.  The deepest real one is
 #: ``[[grid]]`` > ``protocol_params`` > a list (4); why a bound at all: a file nested
@@ -86,17 +86,12 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
 
 
 def check_nesting(data: Any, source: str) -> None:
-    """Refuse tables/arrays nested deeper than :data:`MAX_NESTING` (walked without
-    recursion, so the check itself cannot overflow the stack)."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_NESTING:
-            raise _too_deep(source)
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+    """Refuse tables/arrays nested deeper than :data:`MAX_NESTING` (the bounded walk of
+    :func:`basevolve.outside_parse.check_depth`)."""
+    try:
+        check_depth(data, "tables and arrays", MAX_NESTING)
+    except RefusedText:
+        raise _too_deep(source) from None
 
 
 def longest_dotted_key(text: str) -> int:
