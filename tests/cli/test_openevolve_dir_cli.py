@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from run_support import StopAfter
 
 import basevolve
 from basevolve.cli import main
@@ -174,16 +175,6 @@ def test_python_api_sends_the_config_system_message(tmp_path):
     assert result.best_score == expected_score(BETTER, tmp_path)
     assert result.summary["trust"] == "evaluator-in-sandbox"
 
-
-class StopAfter:
-    """Interrupts the run (like Ctrl-C) after ``n`` completed calls."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __call__(self, snapshot: dict) -> None:
-        if snapshot["calls_completed"] >= self.n:
-            raise KeyboardInterrupt
 
 
 def test_resume_refuses_a_changed_directory(tmp_path, capsys):

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from run_support import StopAfter
 
 import basevolve
 from basevolve.cli import main
@@ -225,16 +226,6 @@ def test_evaluate_takes_a_program_folder_and_a_prompt_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "program folder" in err and "symbolic link" in err and len(err.strip().splitlines()) == 1
 
-
-class StopAfter:
-    """Interrupts the run (like Ctrl-C) after ``n`` completed calls."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __call__(self, snapshot: dict) -> None:
-        if snapshot["calls_completed"] >= self.n:
-            raise KeyboardInterrupt
 
 
 def test_a_killed_folder_run_resumes_to_exactly_c(tmp_path):

@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from run_support import StopAfter
 
 import basevolve
 from basevolve.cli import main
@@ -218,16 +219,6 @@ def test_an_initial_program_the_evaluator_cannot_score_stops_before_any_call(
     assert run["status"] == "failed" and quoted in run["error"]
     assert rows(store, "SELECT count(*) n FROM calls")[0]["n"] == 0
 
-
-class StopAfter:
-    """Interrupts the run (like Ctrl-C) after ``n`` completed calls."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __call__(self, snapshot: dict) -> None:
-        if snapshot["calls_completed"] >= self.n:
-            raise KeyboardInterrupt
 
 
 def test_resume_loads_the_named_files_from_another_folder(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from run_support import StopAfter
 
 from basevolve.cli import main
 from basevolve.config import RunConfig
@@ -17,16 +18,6 @@ from basevolve.testing import LLMTestServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spread_points.py"
 
-
-class StopAfter:
-    """A progress callback that interrupts the run (like Ctrl-C) after ``n`` calls."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __call__(self, snapshot: dict) -> None:
-        if snapshot["calls_completed"] >= self.n:
-            raise KeyboardInterrupt
 
 
 def _interrupted_run(tmp_path: Path, srv: LLMTestServer, task_file: Path) -> Path:
