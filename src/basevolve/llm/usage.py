@@ -33,9 +33,9 @@ store and wedged the call.  The rule:
   can hold: a byte-level tokenizer's token covers at least one byte, so a prompt is at
   most its UTF-8 bytes plus the chat template's markers (:func:`prompt_bound`), and a
   server's own template (a default system prompt) adds at most
-  :data:`PROMPT_SLACK_TOKENS` more.  Either is impossible usage, as above.  What the
-  budget then charges never exceeds what it reserved for the call
-  (:meth:`basevolve.engine.budget.CostLedger.settle` enforces that for every unit).
+  :data:`PROMPT_SLACK_TOKENS` more.  Either is impossible usage, as above.  A cost
+  budget then charges such a call exactly what it reserved for it, and never more than
+  that for any call (:meth:`basevolve.engine.budget.CostLedger.capped`, every unit).
 
 Pure functions, hand-checkable (tests/llm/test_usage.py).
 """
