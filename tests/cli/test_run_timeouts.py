@@ -99,7 +99,7 @@ def test_defaults_are_for_an_endpoint_and_the_embedded_model_keeps_its_own():
     # the Python API takes them as keywords, like every other RunConfig field
     cfg = build_config(TASK, 2, None, None, request_timeout=2.5, call_timeout=10)
     assert (cfg.request_timeout, cfg.call_timeout) == (2.5, 10)
-    with pytest.raises(ConfigError, match="--request-timeout"):
+    with pytest.raises(ConfigError, match="request_timeout="):  # the keyword (issue 37)
         build_config(TASK, 2, None, None, request_timeout="soon")
 
 

@@ -3,9 +3,11 @@
 Before: negative token counts *added* budget back (a ``--budget-flops`` run made 1,317
 calls and was still under budget), and ``10**30`` raised ``OverflowError`` in the store,
 leaving the call ``pending`` and the run crashed.  Now such usage is unmeasured: every
-call is charged the worst case an attempt without usage is charged (no measured prompt,
-``--max-tokens`` of output), the run ends within its budget after the few calls that
-budget pays for, and the summary and ``runs --json`` count the refused usages.
+call's FLOPs are the worst case an attempt without usage is charged (no measured prompt,
+``--max-tokens`` of output), the budget charges each call exactly what it reserved for it
+(issue 32: its worst case, prompt bound included), the run ends within its budget after
+the few calls that budget pays for, and the summary and ``runs --json`` count the refused
+usages.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def test_a_flops_budget_holds_against_lying_usage(tmp_path, capsys, lie) -> None
     con = sqlite3.connect(db)
     try:
         calls = con.execute("SELECT status, flops FROM calls").fetchall()
+        reserved = [json.loads(m)["budget_reserved"] for (m,) in con.execute(
+            "SELECT meta_json FROM calls")]
         attempts = con.execute("SELECT prompt_tokens, completion_tokens, flops, error "
                                "FROM attempts").fetchall()
     finally:
@@ -56,7 +60,8 @@ def test_a_flops_budget_holds_against_lying_usage(tmp_path, capsys, lie) -> None
     # every call cost the worst case: the budget paid for at most LIMIT / PER_CALL calls
     assert all(f == pytest.approx(PER_CALL) for _, f in calls)
     assert 1 <= len(calls) <= LIMIT / PER_CALL and requests == len(attempts) == len(calls)
-    assert s["budget_spent"] == pytest.approx(len(calls) * PER_CALL)
+    assert all(r >= PER_CALL for r in reserved)  # the reservation adds the prompt's bound
+    assert s["budget_spent"] == pytest.approx(sum(reserved))  # each call: its reservation
     assert s["budget_spent"] <= LIMIT
     assert s["flops"] == pytest.approx(s["flops_unmeasured"])  # nothing was measured
     assert (s["prompt_tokens"], s["cached_tokens"], s["completion_tokens"]) == (0, 0, 0)

@@ -62,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("basevolve.cli.analyze_cmd", "statistics of the paper from a store or runs table"),
     "report": ("basevolve.cli.analyze_cmd", "Markdown/LaTeX tables and figures into a folder"),
     "simulate-server": ("basevolve.cli.simulate_cmd",
-                        "serve the simulated mutation LLM for a built-in task (OpenAI protocol)"),
+                        "serve a simulated mutation LLM for a task (OpenAI protocol)"),
     "sweep": ("basevolve.cli.sweep_cmd",
               "run a grid of runs (resumable), show its --status, or `init` a preset"),
     "dashboard": ("basevolve.cli.dashboard_cmd", "serve a live, read-only web view of a run store"),
