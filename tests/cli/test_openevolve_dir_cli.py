@@ -12,12 +12,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sqlite3
 import uuid
 from pathlib import Path
 
 import pytest
-from run_support import StopAfter
+from run_support import StopAfter, rows
 
 import basevolve
 from basevolve.cli import main
@@ -68,14 +67,6 @@ def expected_score(code: str, tmp_path: Path) -> float:
         return stage1
     return module.evaluate_stage2(str(path)).metrics["combined_score"]
 
-
-def rows(store: Path, sql: str) -> list[dict]:
-    con = sqlite3.connect(store)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute(sql)]
-    finally:
-        con.close()
 
 
 def test_tasks_show_lists_what_was_found(capsys):

@@ -9,10 +9,10 @@ serving full rewrites from ``--replies-file``), real SQLite stores, the real san
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
+from run_support import rows
 
 from basevolve.cli import main
 from basevolve.testing.process import server_process
@@ -27,14 +27,6 @@ EXACT = "def weights():\n    return [1.0, 2.0, 3.0]\n"  # error 0: scale
 def reply(code: str) -> str:
     return f"Better weights.\n```python\n{code}```\n"
 
-
-def rows(store: Path, sql: str) -> list[dict]:
-    con = sqlite3.connect(store)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute(sql)]
-    finally:
-        con.close()
 
 
 def run(tmp_path: Path, name: str, *extra: str, budget: int = 3) -> tuple[int, Path]:

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from run_support import StopAfter
+from run_support import StopAfter, rows
 
 import basevolve
 from basevolve.cli import main
@@ -30,14 +30,6 @@ MIXED, PROMPT = DATA / "mixed_folder", DATA / "prompt_file"
 SOLVER = (MIXED / "initial_program" / "solver.py").read_text()
 BETTER_SOLVER = SOLVER.replace("for item in items:", "for item in sorted(items)[:2]:")
 
-
-def rows(store: Path, sql: str) -> list[dict]:
-    con = sqlite3.connect(store)
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute(sql)]
-    finally:
-        con.close()
 
 
 def run(tmp_path: Path, task: Path, replies: list[str], *extra: str) -> tuple[Path, dict]:

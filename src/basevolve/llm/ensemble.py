@@ -75,6 +75,17 @@ class ModelEntry:
         return {k: v for k, v in d.items() if v not in (None, [])}
 
 
+def _count(name: str, key: str, f: dict[str, Any]) -> int | None:
+    """``f[key]`` as a whole number >= 1 (None when not given): one rule and message for
+    ``max_in_flight`` and ``max_tokens``."""
+    if f.get(key) is None:
+        return None
+    value = _number(name, key, f[key], integer=True)
+    if value != int(value) or value < 1:
+        raise ConfigError(f"--model {name}: {key} must be an integer >= 1, got {f[key]!r}")
+    return int(value)
+
+
 def _number(name: str, key: str, value: Any, *, integer: bool = False) -> Any:
     what = f"--model {name}: {key}={value!r}"
     try:
@@ -126,20 +137,8 @@ def _entry(name: str, f: dict[str, Any]) -> ModelEntry:
             params = parse_params(f["params"], f"--model {name},params=")
         except ConfigError as exc:
             raise ConfigError(f"{exc} (params must be > 0, active parameters)") from None
-    limit = None
-    if f.get("max_in_flight") is not None:
-        limit = _number(name, "max_in_flight", f["max_in_flight"], integer=True)
-        if limit != int(limit) or limit < 1:
-            raise ConfigError(f"--model {name}: max_in_flight must be an integer >= 1, got "
-                              f"{f['max_in_flight']!r}")
-        limit = int(limit)
-    cap = None
-    if f.get("max_tokens") is not None:
-        cap = _number(name, "max_tokens", f["max_tokens"], integer=True)
-        if cap != int(cap) or cap < 1:
-            raise ConfigError(f"--model {name}: max_tokens must be an integer >= 1, got "
-                              f"{f['max_tokens']!r}")
-        cap = int(cap)
+    limit = _count(name, "max_in_flight", f)
+    cap = _count(name, "max_tokens", f)
     weight = None if f.get("weight") is None else _number(name, "weight", f["weight"])
     if weight is not None and weight < 0:
         raise ConfigError(f"--model {name}: weight must be >= 0, got {weight}")
