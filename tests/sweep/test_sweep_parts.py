@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tomllib
 
-from basevolve.engine.runner import run_lock
+from basevolve.store.run_lock import run_lock
 from basevolve.sweep.config import parse_sweep
 from basevolve.sweep.limits import PriorityLimiter
 from basevolve.sweep.locks import RunLocks, holder
@@ -85,7 +85,7 @@ def test_a_second_process_cannot_take_a_locked_run(tmp_path):
     store = tmp_path / "s.sqlite"
     with RunLocks(store) as locks:
         assert locks.try_lock("r")
-        code = ("from basevolve.engine.runner import run_lock\n"
+        code = ("from basevolve.store.run_lock import run_lock\n"
                 f"with run_lock({str(store)!r}, 'r'):\n    pass\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode != 0 and "being driven by another process" in out.stderr

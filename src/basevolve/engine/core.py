@@ -41,6 +41,14 @@ otherwise ends the run (:mod:`basevolve.engine.budget`).  With ``--count-eval-ca
 text task, issue 15) a call budget uses the same ledger, and each call also reserves the
 worst case of evaluating its child, settled when the child is told.
 
+The engine's parts (each imports downward only; none imports this module at run time):
+deciding calls (:class:`~basevolve.engine.decisions.Decisions`, a mixin), the call path
+(here: record, send, receive, parse, evaluate), telling results
+(:class:`~basevolve.engine.telling.Telling`, a mixin), when each happens
+(:mod:`basevolve.engine.ordering`), follow-ups (:mod:`basevolve.engine.followups`) and
+resume (:mod:`basevolve.engine.replay`); the helpers name :class:`Engine` only in
+annotations (under ``TYPE_CHECKING``).
+
 Durability (store contract, :mod:`basevolve.store`): a call row is written before the
 request, its completion before evaluation, the program before ``tell``, and every
 allocation event before the decision is acted on.  Budget: exactly C counted calls
@@ -66,13 +74,10 @@ from basevolve.engine.budget import CostLedger, close_unfinished_pulls, eval_wor
 from basevolve.engine.credit import Credit
 from basevolve.engine.decisions import Decisions, Issue
 from basevolve.engine.eval_seeds import keyed
-from basevolve.engine.followups import (
-    declared_followups,
-    release_followups,
-    told_with_followups,
-)
+from basevolve.engine.followups import declared_followups, release_followups
 from basevolve.engine.models import CallCost, ModelRouter
 from basevolve.engine.ordering import order_for
+from basevolve.engine.replay import replay_into
 from basevolve.engine.state import (
     CallJob,
     Pull,
@@ -80,8 +85,8 @@ from basevolve.engine.state import (
     call_seed,
     child_from_row,
     child_of,
-    program_fields,
 )
+from basevolve.engine.telling import Telling
 from basevolve.errors import BudgetError, LLMError, TaskError
 from basevolve.llm.flops import call_flops
 from basevolve.llm.sending import UnsentCalls
@@ -96,7 +101,7 @@ from basevolve.tasks.base import Task
 MAX_CONSECUTIVE_FAILURES = 3  # failed calls in a row before the run is failed cleanly
 
 
-class Engine(Decisions):
+class Engine(Decisions, Telling):
     """Runs (or resumes) one stored run to exactly ``config.budget`` counted calls."""
 
     def __init__(self, config: RunConfig, *, task: Task, client: Any, evaluator: Any,
@@ -164,11 +169,9 @@ class Engine(Decisions):
         try:
             await self._start_initial()
             if resume:
-                from basevolve.engine.replay import replay_into
-
                 replay_into(self)
             for job, text in self.pending_texts:
-                self.order.deliver(job, partial(self._tell_text, job, text))
+                self.order.deliver(job, partial(self.tell_text, job, text))
             for job, code, error in self.pending_evals:
                 if self.ledger is not None:  # an answered call whose child awaits scoring
                     self.ledger.reserve_eval(job.call_index)
@@ -212,7 +215,7 @@ class Engine(Decisions):
                     self._on_completion(self.llm.pop(t), t.result())
                 else:
                     job, code = self.evals.pop(t)
-                    self.order.deliver(job, partial(self._record_child, job, code, t.result()))
+                    self.order.deliver(job, partial(self.record_child, job, code, t.result()))
 
     def _order(self, t: asyncio.Task[Any]) -> int:
         job = self.llm.get(t) or self.evals[t][0]  # type: ignore[index]
@@ -227,7 +230,7 @@ class Engine(Decisions):
         else:
             code = self.task.initial_program
             ev = await self.evaluator.evaluate(code)
-            pid = self._insert_program(code, ev, generation=0, is_initial=1)
+            pid = self.insert_program(code, ev, generation=0, is_initial=1)
             if (stop := self.task.start_failure(ev)) is not None:
                 raise TaskError(stop)  # before any LLM call (issue 31, item 9)
             if self.ledger is not None:
@@ -279,7 +282,7 @@ class Engine(Decisions):
             top_p=self.cfg.top_p, max_tokens=served.max_tokens, seed=seed))
         with self.models.sending(arm, key):  # the call's place in the run (issue 34)
             self.llm[asyncio.ensure_future(coro)] = job
-        self._emit()  # "in flight" changed: the live display shows it at once
+        self.emit()  # "in flight" changed: the live display shows it at once
 
     def _on_completion(self, job: CallJob, c: Completion) -> None:
         policy = self.settings.call_policy
@@ -313,7 +316,7 @@ class Engine(Decisions):
         if c.ok:
             self.failures_in_row = 0
             if job.proposal.is_text:
-                self.order.deliver(job, partial(self._tell_text, job, c.text))
+                self.order.deliver(job, partial(self.tell_text, job, c.text))
                 return
             parsed = self.parse(job, c.text)
             self._evaluate_or_record(job, parsed.code, parsed.error)
@@ -330,7 +333,7 @@ class Engine(Decisions):
             self.order.dropped(job)
             release_followups(job.pull, job.proposal)  # never told: its follow-ups neither
             self.models.cancel(job.key, job.call_index, live=True)
-        self._emit()
+        self.emit()
 
     def parse(self, job: CallJob, text: str) -> ParsedProgram:
         """The reply's program, as the trajectory's protocol reads it (full rewrite with
@@ -351,72 +354,6 @@ class Engine(Decisions):
             trust = getattr(self.evaluator, "trust", Trust.SCORER)
             ev = Evaluation(score=0.0, valid=False, trust=trust,
                             error=error or "no program in the reply")
-            self.order.deliver(job, partial(self._record_child, job, None, ev))
+            self.order.deliver(job, partial(self.record_child, job, None, ev))
         else:
             self.evals[keyed(job.key, partial(self.evaluator.evaluate, code))] = (job, code)
-
-    # ---------------------------------------------------------------- children
-    def _insert_program(self, code: str | None, ev: Evaluation, *, generation: int,
-                        **row: Any) -> int:
-        return self.store.insert_program(self.run_id, code=code, generation=generation,
-                                         **program_fields(ev), **row)
-
-    def _record_child(self, job: CallJob, code: str | None, ev: Evaluation) -> None:
-        p = job.proposal
-        pid = self._insert_program(code, ev, generation=p.generation, call_id=job.call_id,
-                                   seq=self.store.next_seq(self.run_id),
-                                   trajectory=job.pull.trajectory, parent_id=p.parent_id)
-        if self.ledger is not None:
-            self.ledger.settle_eval(job.call_index, self.ledger.eval_cost(ev))
-        best_now = self.protocols[job.pull.trajectory].best.score
-        self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25, 34)
-                         self.models.reward(job.key, ev.score if ev.valid else None, best_now),
-                         live=True)
-        told_with_followups(self, job, partial(self.credit.tell_child, job,
-                                               child_of(pid, code, ev)))
-        self.children += 1
-        self.valid_children += int(ev.valid)
-        self._pull_told(job.pull)
-
-    def _tell_text(self, job: CallJob, text: str) -> None:
-        """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
-        self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
-        self.models.tell(job.key, job.call_index, None, live=True)  # no child: no reward
-        told_with_followups(self, job, partial(self.credit.tell_text, job, text))
-        self._pull_told(job.pull)
-
-    def _pull_told(self, pull: Pull) -> None:
-        pull.told += 1
-        for ready in self.credit.ready(pull.trajectory):
-            self.close_pull(ready)
-        self._emit()
-
-    def close_pull(self, pull: Pull) -> None:
-        """Tell the allocator the pull's reward (event stored first; the reward:
-        engine/credit.py)."""
-        reward = self.credit.reward(pull)
-        self.store.insert_allocation(
-            self.run_id, seq=self.store.next_seq(self.run_id), kind="tell",
-            pull_id=pull.pull_id, trajectory=pull.trajectory, reward=reward,
-            summary=self.allocator.summary())
-        self.allocator.tell(pull.trajectory, reward, ticket=pull.pull_id)
-        del self.open_pulls[pull.pull_id]
-
-    # ---------------------------------------------------------------- reporting
-    @property
-    def best_score(self) -> float:
-        return max(p.best.score for p in self.protocols)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id, "calls_completed": self.completed, "budget": self.C,
-            "best_score": self.best_score, "flops": self.flops,
-            "valid_rate": self.valid_children / self.children if self.children else None,
-            "children": self.children, "elapsed_s": time.monotonic() - self.started,
-            "in_flight": len(self.llm),
-            **({} if self.ledger is None else self.ledger.summary()),
-        }
-
-    def _emit(self) -> None:
-        if self.progress is not None:
-            self.progress(self.snapshot())

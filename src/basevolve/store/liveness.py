@@ -5,7 +5,7 @@ Why: the engine writes ``running`` when a run starts and ``interrupted``/``faile
 lost) writes nothing, and readers showed the run as ``running`` for ever.
 
 How: every process driving a run holds an exclusive POSIX record lock on one byte of
-``<store>.lock`` (offset ``crc32(run_id)``; :func:`basevolve.engine.runner.run_lock`,
+``<store>.lock`` (offset ``crc32(run_id)``; :func:`basevolve.store.run_lock.run_lock`,
 :class:`basevolve.sweep.locks.RunLocks`).  The kernel drops it the moment the process
 dies, however it dies, so a reader asks the kernel (``F_GETLK``: tests the lock, never
 takes it) and shows a ``running`` run nobody holds as ``interrupted``.  Why a lock and

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.errors import StoreError
-from basevolve.records import IMPOSSIBLE_USAGE
 from basevolve.safe_text import utf8_safe
 from basevolve.store.connection import TextSafeConnection
 from basevolve.store.decoding import read_leniently
+from basevolve.store.queries import RunQueries
 from basevolve.store.schema import inspect_file, migrate
 
 #: Largest solution value (JSON text) kept for pictures; bigger values are not stored.
@@ -46,8 +46,9 @@ def _versions() -> dict[str, str]:
     }
 
 
-class RunStore:
-    """A basevolve store file; several runs share one file."""
+class RunStore(RunQueries):
+    """A basevolve store file; several runs share one file.  Its writes are here, its
+    read-only queries and summary sums in :class:`~basevolve.store.queries.RunQueries`."""
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
@@ -101,9 +102,6 @@ class RunStore:
         """Run statements in one transaction; return each statement's lastrowid."""
         with self._transaction() as db:
             return [db.execute(sql, params).lastrowid or 0 for sql, params in statements]
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        return self.db.execute(sql, params).fetchall()
 
     def next_seq(self, run_id: str) -> int:
         """Next value of the run's event counter (shared by calls, programs, allocations).
@@ -169,10 +167,6 @@ class RunStore:
         ]
         self._tx(stmts)
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return None if row is None else dict(row)
-
     def record_task_change(self, run_id: str, task: dict[str, Any]) -> None:
         """Record an allowed task change (``--allow-task-change``) and adopt the new identity."""
         row = self.get_run(run_id)
@@ -184,18 +178,6 @@ class RunStore:
             ("UPDATE runs SET task_sha256=?, task_source=?, updated_at=? WHERE run_id=?",
              (task["sha256"], task.get("source"), time.time(), run_id)),
         ])
-
-    def task_changes(self, run_id: str) -> int:
-        """How many task changes a resume of this run was allowed to make."""
-        return int(self.db.execute("SELECT count(*) FROM task_changes WHERE run_id=?",
-                                   (run_id,)).fetchone()[0])
-
-    def list_runs(self) -> list[dict[str, Any]]:
-        rows = self.query(
-            "SELECT r.*, s.calls_completed, s.calls_lost, s.best_score, s.flops "
-            "FROM runs r LEFT JOIN run_summary s USING (run_id) ORDER BY r.created_at"
-        )
-        return [dict(r) for r in rows]
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         self._tx([("UPDATE runs SET status=?, error=?, updated_at=? WHERE run_id=?",
@@ -289,18 +271,6 @@ class RunStore:
                 [(run_id, pid, *(c.get(f) for f in EVAL_CALL_FIELDS)) for c in eval_calls])
         return pid
 
-    def eval_totals(self, run_id: str) -> dict[str, Any]:
-        """Evaluation cost of a run (text tasks; zeros otherwise): answering calls sent,
-        cache hits, and their FLOPs and tokens, as ``programs.eval_*`` sum them."""
-        r = self.db.execute(
-            "SELECT coalesce(sum(eval_flops), 0) f, coalesce(sum(eval_tokens), 0) t "
-            "FROM programs WHERE run_id=?", (run_id,)).fetchone()
-        n = self.db.execute(
-            "SELECT coalesce(sum(cache_hit = 0), 0) sent, coalesce(sum(cache_hit), 0) hits "
-            "FROM eval_calls WHERE run_id=?", (run_id,)).fetchone()
-        return {"eval_flops": float(r["f"]), "eval_tokens": int(r["t"]),
-                "eval_calls": int(n["sent"]), "eval_cache_hits": int(n["hits"])}
-
     # -- allocations ----------------------------------------------------------------
     def insert_allocation(self, run_id: str, *, seq: int, kind: str, pull_id: int,
                           trajectory: int, call_index: int | None = None,
@@ -370,62 +340,6 @@ class RunStore:
             (run_id, *(summary.get(c) for c in cols),
              json.dumps(summary, default=_jsonable), time.time()),
         )])
-
-    def totals(self, run_id: str) -> dict[str, Any]:
-        """Sums over stored calls: the ledger every report is checked against.
-
-        ``calls.flops`` already sums the call's attempts (retries included, paper
-        Appendix "Effective FLOPs"); tokens are the usage of each call's answered attempt.
-        """
-        r = self.db.execute(
-            "SELECT sum(counted) completed, sum(status='lost') lost, "
-            "coalesce(sum(finish_reason='length'),0) cut, "
-            "coalesce(sum(prompt_tokens),0) p, coalesce(sum(cached_tokens),0) c, "
-            "coalesce(sum(completion_tokens),0) o FROM calls WHERE run_id=?", (run_id,)
-        ).fetchone()
-        flops = self.db.execute(
-            "SELECT coalesce(sum(flops), 0) FROM calls WHERE run_id=?", (run_id,)
-        ).fetchone()[0]
-        # FLOPs charged for attempts that reported no usage (the stated worst case of
-        # ``--charge-unanswered``): part of ``flops``, shown apart as an estimate.
-        unmeasured = self.db.execute(
-            "SELECT coalesce(sum(a.flops), 0) FROM attempts a JOIN calls c USING (call_id) "
-            "WHERE c.run_id=? AND a.prompt_tokens IS NULL", (run_id,)).fetchone()[0]
-        # attempts whose reported usage was impossible, refused and charged as unmeasured
-        # (basevolve.llm.usage: their error starts with IMPOSSIBLE_USAGE)
-        impossible = self.db.execute(
-            "SELECT count(*) FROM attempts a JOIN calls c USING (call_id) WHERE c.run_id=? "
-            "AND substr(a.error, 1, ?) = ?",
-            (run_id, len(IMPOSSIBLE_USAGE), IMPOSSIBLE_USAGE)).fetchone()[0]
-        # calls lost in flight, charged under --charge-unanswered (issue 24, item 3): part
-        # of flops, and an estimate like the charges above
-        lost = self.db.execute(
-            "SELECT coalesce(sum(flops), 0) f, coalesce(sum(flops > 0), 0) n FROM calls "
-            "WHERE run_id=? AND status='lost'", (run_id,)).fetchone()
-        unmeasured += float(lost["f"])
-        return {"calls_completed": int(r["completed"] or 0), "calls_lost": int(r["lost"] or 0),
-                "calls_lost_charged": int(lost["n"]), "flops_lost": float(lost["f"]),
-                # replies cut at max_tokens (finish_reason "length"; issue 23, item 8)
-                "calls_truncated": int(r["cut"]),
-                "prompt_tokens": int(r["p"]), "cached_tokens": int(r["c"]),
-                "completion_tokens": int(r["o"]), "flops": float(flops),
-                "flops_unmeasured": float(unmeasured), "usage_impossible": int(impossible),
-                **self.decision_quality(run_id),
-                **self.eval_totals(run_id)}
-
-    def decision_quality(self, run_id: str) -> dict[str, Any]:
-        """How often the allocator really chose (issue 9).
-
-        ``decisions_with_choice`` = fraction of bandit decisions (``ask`` events) with at
-        least 2 eligible arms; None when the run made no bandit decision (K = 1, or only
-        Algorithm 2's initial ``assign`` pulls).
-        """
-        r = self.db.execute(  # with K = 1 an "ask" picks the only arm: no bandit decision
-            "SELECT count(*) n, coalesce(sum(n_eligible >= 2), 0) k FROM allocations "
-            "WHERE run_id=:r AND kind='ask' AND (SELECT arms FROM runs WHERE run_id=:r) > 1",
-            {"r": run_id}).fetchone()
-        return {"bandit_decisions": int(r["n"]),
-                "decisions_with_choice": r["k"] / r["n"] if r["n"] else None}
 
 
 def _jsonable(obj: Any) -> Any:
