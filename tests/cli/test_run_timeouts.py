@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from basevolve.api.run import build_config
+from basevolve.api.arguments import build_config
 from basevolve.cli import main
 from basevolve.config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_REQUEST_TIMEOUT_S, RunConfig
 from basevolve.engine.runner import llm_settings
