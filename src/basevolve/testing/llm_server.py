@@ -49,23 +49,26 @@ until killed.  ``--replies-file`` holds a JSON list of reply strings (cycled).
 from __future__ import annotations
 
 import argparse
-import bisect
 import itertools
 import json
 import random
-import re
 import signal
 import sys
 import threading
-import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import ThreadingHTTPServer
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
-from basevolve.testing._handler import make_handler
+from basevolve.testing.completion import (
+    Prompt,
+    chat_completion,
+    default_reply,
+    prompt_text,
+    usage_counts,
+)
 from basevolve.testing.faults import Fault
-from basevolve.testing.prefix_cache import LogicalPrefixCache, common_prefix, parse_order
+from basevolve.testing.handler import make_handler
+from basevolve.testing.prefix_cache import ArrivalPrefixCache, LogicalPrefixCache, parse_order
 
 ReplyFn = Callable[[dict[str, Any], int], str]
 UsageFn = Callable[[dict[str, Any], str], dict[str, Any]]
@@ -87,41 +90,6 @@ class LatencyModel(Protocol):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default backlog (5) drops bursts of connections
-
-
-_CODE_BLOCK = re.compile(r"```(?:python)?\n(.*?)```", re.DOTALL)
-
-
-def default_reply(body: dict[str, Any], index: int) -> str:
-    """A valid reply: the last Python code block of the prompt that holds code, echoed.
-
-    Echoing the parent keeps programs valid, so engine tests exercise the whole loop
-    (parse, sandbox, score) without a real model.  Blocks of comments only are skipped:
-    the OpenEvolve prompt ends with a placeholder block (``# Your rewritten program
-    here``) after the parent program, and echoing it made every child invalid.
-    Without a code block: a short text.
-    """
-    text = "\n".join(_content_text(m.get("content")) for m in body.get("messages") or [])
-    blocks = _CODE_BLOCK.findall(text)
-    if blocks:
-        code = [b for b in blocks if any(
-            ln.strip() and not ln.lstrip().startswith("#") for ln in b.splitlines())]
-        block = (code or blocks)[-1]
-        return f"Here is the program.\n```python\n{block.rstrip()}\n# reply {index}\n```\n"
-    return f"OK (reply {index})"
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-class _Prompt(NamedTuple):
-    text: str
-    cached_chars: int
 
 
 class LLMTestServer:
@@ -176,9 +144,8 @@ class LLMTestServer:
         self._slots = threading.Semaphore(latency_model.slots) if latency_model else None
         self.record = bool(record)
         self.prefix_cache_prompts = prefix_cache_prompts
-        self._sorted_prompts: list[str] = []  # the emulated prefix cache, sorted
+        self._arrival = ArrivalPrefixCache(prefix_cache_prompts)  # the emulated prefix cache
         self._logical = LogicalPrefixCache(prefix_cache_prompts)
-        self._prompt_order: deque[str] = deque()  # insertion order, for eviction
         self._payloads: dict[int, dict[str, Any]] = {}  # replies computed before the wait
         self.n_requests = 0
         self.connections = 0  # TCP connections accepted (keep-alive reuses one)
@@ -265,10 +232,20 @@ class LLMTestServer:
         with self._lock:
             return len(self._faults)
 
-    # -- request handling (called from handler threads) --------------------------------
-    def _admit(self, body: dict[str, Any], auth: str,
-               order: str | None = None) -> tuple[int, Fault | None, _Prompt]:
-        prompt = "".join(_content_text(m.get("content")) for m in body.get("messages") or [])
+    # -- request handling (called from handler threads, testing/handler.py) ------------
+    def connected(self) -> None:
+        """A handler accepted a TCP connection (keep-alive reuses one)."""
+        with self._lock:
+            self.connections += 1
+
+    def stall(self) -> None:
+        """Hold a stalled request until ``stall_s`` passes or the server stops."""
+        self._stop.wait(self.stall_s)
+
+    def admit(self, body: dict[str, Any], auth: str,
+              order: str | None = None) -> tuple[int, Fault | None, Prompt]:
+        """Register a chat request: its index, the fault it gets, its prompt and cache."""
+        prompt = prompt_text(body)
         place = parse_order(order)
         with self._lock:
             index = next(self._counter)
@@ -279,36 +256,14 @@ class LLMTestServer:
             fault = self._faults.pop(0) if self._faults else None
             cached_chars = 0
             if self.fixed_cached_tokens is None and place is None:  # arrival order
-                cached_chars = self._cache_lookup(prompt)
+                cached_chars = self._arrival.lookup(prompt)
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
         if self.fixed_cached_tokens is None and place is not None:  # its run's order
             cached_chars = self._logical.lookup(*place, prompt, self._stop)
-        return index, fault, _Prompt(prompt, cached_chars)
+        return index, fault, Prompt(prompt, cached_chars)
 
-    def _cache_lookup(self, prompt: str) -> int:
-        """Longest common prefix with any cached prompt, then cache this one (under lock).
-
-        The longest common prefix of ``prompt`` with a set of strings is attained at one
-        of its two neighbours in sorted order, so a sorted list answers in O(log n)
-        comparisons instead of comparing with every earlier prompt.
-        """
-        cache = self._sorted_prompts
-        i = bisect.bisect_left(cache, prompt)
-        best = 0
-        if i > 0:
-            best = common_prefix(prompt, cache[i - 1])
-        if i < len(cache):
-            best = max(best, common_prefix(prompt, cache[i]))
-        cache.insert(i, prompt)
-        if self.prefix_cache_prompts is not None:
-            self._prompt_order.append(prompt)
-            while len(self._prompt_order) > self.prefix_cache_prompts:
-                old = self._prompt_order.popleft()
-                del cache[bisect.bisect_left(cache, old)]
-        return best
-
-    def _delay(self, body: dict[str, Any], index: int, prompt: _Prompt) -> bool:
+    def delay(self, body: dict[str, Any], index: int, prompt: Prompt) -> bool:
         """Wait as the latency settings say; True when the server is stopping."""
         if self.latency_model is None:
             seconds = self.latency_s
@@ -316,63 +271,33 @@ class LLMTestServer:
                 with self._lock:
                     seconds *= 1.0 + self.latency_jitter * (2.0 * self._jitter.random() - 1.0)
             return seconds > 0 and self._stop.wait(seconds)
-        payload = self._completion(body, index, prompt)
+        payload = self.completion(body, index, prompt)
         self._payloads[index] = payload
         seconds = max(0.0, float(self.latency_model.seconds(payload["usage"])))
         assert self._slots is not None
         with self._slots:
             return self._stop.wait(seconds) if seconds > 0 else False
 
-    def _leave(self) -> None:
+    def leave(self) -> None:
+        """A request is answered (or dropped): one fewer in flight."""
         with self._lock:
             self._in_flight -= 1
 
-    def _usage(self, prompt: str, cached_chars: int, reply: str,
-               max_tokens: int | None = None) -> dict[str, Any]:
-        pt = self.fixed_prompt_tokens
-        if pt is None:
-            pt = max(1, len(prompt) // 4)
-        ct = self.fixed_cached_tokens
-        if ct is None:
-            ct = max(0, min(cached_chars // 4, pt - 1))
-        out = self.fixed_completion_tokens
-        if out is None:
-            out = max(1, min(len(reply) // 4, max_tokens or len(reply)))
-        return {
-            "prompt_tokens": pt,
-            "completion_tokens": out,
-            "total_tokens": pt + out,
-            "prompt_tokens_details": {"cached_tokens": ct},
-        }
-
-    def _completion(self, body: dict[str, Any], index: int, prompt: _Prompt) -> dict[str, Any]:
+    def completion(self, body: dict[str, Any], index: int, prompt: Prompt) -> dict[str, Any]:
+        """The ``chat.completion`` body of request ``index`` (computed once)."""
         ready = self._payloads.pop(index, None)  # computed before a modelled wait
         if ready is not None:
             return ready
         reply = str(self._reply(body, index))
         n = int(body.get("n") or 1)
         limit = body.get("max_tokens")
-        usage = (self._usage(prompt.text, prompt.cached_chars, reply,
-                             limit if isinstance(limit, int) else None)
+        usage = (usage_counts(prompt, reply, limit if isinstance(limit, int) else None,
+                              prompt_tokens=self.fixed_prompt_tokens,
+                              cached_tokens=self.fixed_cached_tokens,
+                              completion_tokens=self.fixed_completion_tokens)
                  if self.usage_fn is None
                  else self.usage_fn(body, reply))
-        payload = {
-            "id": f"chatcmpl-test-{index}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": str(body.get("model", "test-model")),
-            "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": reply},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-                for i in range(n)
-            ],
-            "usage": usage,
-        }
-        return payload
+        return chat_completion(body, index, reply, usage, n)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,14 +19,15 @@ answered from the same predecessors.  A predecessor that does not come within
 :data:`WAIT_S` (a server restarted between a kill and its resume knows none of the
 run's earlier calls) is given up for the run, once: no stall, but then that run's
 cached tokens are not replicable.  A request without the header (another client, a
-text task's answer calls) keeps the arrival-order cache.
+text task's answer calls) keeps the arrival-order cache (:class:`ArrivalPrefixCache`).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 
 #: how long a request waits for an earlier position of its run (module docstring)
 WAIT_S = 30.0
@@ -123,4 +124,38 @@ class LogicalPrefixCache:
             r.below = floor
 
 
-__all__ = ["MAX_RUNS", "WAIT_S", "LogicalPrefixCache", "common_prefix", "parse_order"]
+class ArrivalPrefixCache:
+    """The arrival-order cache: the longest common prefix with any prompt received
+    before, the ``bound`` most recent kept (None: all).  Not locked: the server calls
+    :meth:`lookup` under its own lock, in arrival order."""
+
+    def __init__(self, bound: int | None = None) -> None:
+        self.bound = bound
+        self._sorted: list[str] = []
+        self._order: deque[str] = deque()  # insertion order, for eviction
+
+    def lookup(self, prompt: str) -> int:
+        """Longest common prefix with any cached prompt, then cache this one.
+
+        The longest common prefix of ``prompt`` with a set of strings is attained at one
+        of its two neighbours in sorted order, so a sorted list answers in O(log n)
+        comparisons instead of comparing with every earlier prompt.
+        """
+        cache = self._sorted
+        i = bisect.bisect_left(cache, prompt)
+        best = 0
+        if i > 0:
+            best = common_prefix(prompt, cache[i - 1])
+        if i < len(cache):
+            best = max(best, common_prefix(prompt, cache[i]))
+        cache.insert(i, prompt)
+        if self.bound is not None:
+            self._order.append(prompt)
+            while len(self._order) > self.bound:
+                old = self._order.popleft()
+                del cache[bisect.bisect_left(cache, old)]
+        return best
+
+
+__all__ = ["MAX_RUNS", "WAIT_S", "ArrivalPrefixCache", "LogicalPrefixCache", "common_prefix",
+           "parse_order"]

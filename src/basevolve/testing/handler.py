@@ -16,7 +16,8 @@ from basevolve.llm.call_order import CALL_HEADER
 from basevolve.testing.faults import Fault
 
 if TYPE_CHECKING:
-    from basevolve.testing.llm_server import LLMTestServer, _Prompt
+    from basevolve.testing.completion import Prompt
+    from basevolve.testing.llm_server import LLMTestServer
 
 
 def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
@@ -32,8 +33,7 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
 
         def setup(self) -> None:  # one handler per connection: count them
             super().setup()
-            with server._lock:
-                server.connections += 1
+            server.connected()
 
         def _send(
             self,
@@ -78,10 +78,10 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 self._json(400, {"error": {"message": "stream=true is not supported"}})
                 return
-            index, fault, prompt = server._admit(body, self.headers.get("Authorization", ""),
+            index, fault, prompt = server.admit(body, self.headers.get("Authorization", ""),
                                                  self.headers.get(CALL_HEADER))
             try:
-                if server._delay(body, index, prompt):
+                if server.delay(body, index, prompt):
                     self.close_connection = True
                     return
                 self._respond(body, index, fault, prompt)
@@ -91,9 +91,9 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
                 server.reply_errors.append(f"{type(exc).__name__}: {exc}")
                 self._json(500, {"error": {"message": f"reply function raised {exc!r}"}})
             finally:
-                server._leave()
+                server.leave()
 
-        def _respond(self, body: dict, index: int, fault: Fault | None, prompt: _Prompt) -> None:
+        def _respond(self, body: dict, index: int, fault: Fault | None, prompt: Prompt) -> None:
             if fault is Fault.HTTP_500:
                 self._json(
                     500, {"error": {"message": "injected server error", "type": "server_error"}}
@@ -114,32 +114,32 @@ def make_handler(server: LLMTestServer) -> type[BaseHTTPRequestHandler]:
                     401, {"error": {"message": "injected bad key", "type": "authentication_error"}}
                 )
             elif fault is Fault.STALL:
-                server._stop.wait(server.stall_s)
+                server.stall()
                 self.close_connection = True  # drop without a response
             elif fault is Fault.GARBAGE:
                 self._send(200, b"<html>this is not json {{{")
             elif fault is Fault.EMPTY_CHOICES:
-                payload = server._completion(body, index, prompt)
+                payload = server.completion(body, index, prompt)
                 payload["choices"] = []
                 self._json(200, payload)
             elif fault is Fault.TRUNCATED:
-                data = json.dumps(server._completion(body, index, prompt)).encode()
+                data = json.dumps(server.completion(body, index, prompt)).encode()
                 self._send(200, data[: len(data) // 2], {"Connection": "close"}, declared=len(data))
                 self.close_connection = True
             elif fault is Fault.REDIRECT:
                 self._send(307, b"{}", {"Location": "http://127.0.0.1:9/v1/chat/completions"})
             elif fault is Fault.GZIP:
-                data = json.dumps(server._completion(body, index, prompt)).encode()
+                data = json.dumps(server.completion(body, index, prompt)).encode()
                 self._send(200, gzip.compress(data), {"Content-Encoding": "gzip"})
             elif fault is Fault.LENGTH:
-                payload = server._completion(body, index, prompt)
+                payload = server.completion(body, index, prompt)
                 for choice in payload["choices"]:
                     text = choice["message"]["content"]
                     choice["message"]["content"] = text[: len(text) // 2]
                     choice["finish_reason"] = "length"
                 self._json(200, payload)
             else:
-                self._json(200, server._completion(body, index, prompt))
+                self._json(200, server.completion(body, index, prompt))
 
     return Handler
 
