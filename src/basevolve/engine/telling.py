@@ -64,8 +64,8 @@ class Telling:
         self.models.tell(job.key, job.call_index,  # the model bandit's reward (issue 25, 34)
                          self.models.reward(job.key, ev.score if ev.valid else None, best_now),
                          live=True)
-        told_with_followups(self, job, partial(  # type: ignore[arg-type]
-            self.credit.tell_child, job, child_of(pid, code, ev)))
+        told_with_followups(self, job, partial(self.credit.tell_child, job,
+                                               child_of(pid, code, ev)))
         self.children += 1
         self.valid_children += int(ev.valid)
         self.pull_told(job.pull)
@@ -74,8 +74,7 @@ class Telling:
         """Hand a judge/meta reply to its protocol (event stored first, for resume)."""
         self.store.mark_told(job.call_id, self.store.next_seq(self.run_id))
         self.models.tell(job.key, job.call_index, None, live=True)  # no child: no reward
-        told_with_followups(self, job, partial(  # type: ignore[arg-type]
-            self.credit.tell_text, job, text))
+        told_with_followups(self, job, partial(self.credit.tell_text, job, text))
         self.pull_told(job.pull)
 
     def pull_told(self, pull: Pull) -> None:
