@@ -209,8 +209,8 @@ def test_resume_of_a_run_still_driven_elsewhere_is_refused(tmp_path):
     lost, both spending calls until one hit 'call N is not pending').  The run lock makes
     the second one refuse up front; another run id of the same store is not blocked,
     and the lock dies with its holder (a killed run stays resumable)."""
-    from basevolve.store.run_lock import run_lock
     from basevolve.errors import StoreError
+    from basevolve.store.run_lock import run_lock
 
     store = tmp_path / "s.sqlite"
     holder = subprocess.Popen(
