@@ -20,8 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
+import basevolve.testing.sim.builders as B
 from basevolve.tasks.circle_packing import BENCHMARK_SUM_RADII
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
 from basevolve.testing.sim.families import Family, TaskModel, literal, program, source
 

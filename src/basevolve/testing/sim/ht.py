@@ -24,9 +24,9 @@ from functools import lru_cache
 
 import numpy as np
 
+import basevolve.testing.sim.builders as B
 from basevolve.tasks.geometry import TRIANGLE_AREA, triple_indices
 from basevolve.tasks.heilbronn_triangle import BENCHMARK_MIN_AREA_NORMALIZED, smallest_triangle
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
 from basevolve.testing.sim.families import Family, TaskModel, bisect, literal, program, source
 

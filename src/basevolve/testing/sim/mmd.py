@@ -23,8 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
+import basevolve.testing.sim.builders as B
 from basevolve.tasks.min_max_distance import BENCHMARK_INV_RATIO_SQUARED, score_points
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
 from basevolve.testing.sim.families import Family, TaskModel, bisect, literal, program, source
 

@@ -62,13 +62,15 @@ from typing import Any
 
 import numpy as np
 
+import basevolve.testing.sim.formats as F
 from basevolve.errors import ConfigError
-from basevolve.testing.sim import cp, ht, mmd
-from basevolve.testing.sim import formats as F
+from basevolve.testing.sim.cp import MODEL as CP_MODEL
 from basevolve.testing.sim.families import Family, TaskModel
+from basevolve.testing.sim.ht import MODEL as HT_MODEL
+from basevolve.testing.sim.mmd import MODEL as MMD_MODEL
 from basevolve.testing.sim.request import content, parent_of, read_request
 
-MODELS: dict[str, TaskModel] = {m.task: m for m in (cp.MODEL, mmd.MODEL, ht.MODEL)}
+MODELS: dict[str, TaskModel] = {m.task: m for m in (CP_MODEL, MMD_MODEL, HT_MODEL)}
 BROKEN_KINDS = ("prose", "syntax", "wrong_entry")
 #: P(a novelty judge answers NOVEL).  ShinkaEvolve asks its judge only about a child
 #: that is already near-identical to a program of its island, so most answers are NOT
