@@ -24,11 +24,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import basevolve.sweep.cost as cost
-import basevolve.sweep.models as models
 from basevolve.config import MAX_RUN_ID, MAX_SEED, RUN_ID_PATTERN, RunConfig
 from basevolve.errors import ConfigError
+from basevolve.sweep.cost import readable as cost_readable
+from basevolve.sweep.cost import resolve as resolve_cost
 from basevolve.sweep.grid import GridRuns, Template, endpoint_key
+from basevolve.sweep.models import identity as models_identity
+from basevolve.sweep.models import primary
+from basevolve.sweep.models import readable as models_readable
 from basevolve.tasks.identity import resolve_task_spec
 
 POWERS_OF_2 = "powers-of-2"
@@ -148,7 +151,7 @@ def expand(blocks: list[Block], source: str) -> GridRuns:
 
 
 def _resolve_depths(given: dict[str, Any], where: str, source: str) -> list[dict[str, Any]]:
-    priced = cost.resolve(given, where, source)  # budget_flops/_tokens/_usd (issue 25)
+    priced = resolve_cost(given, where, source)  # budget_flops/_tokens/_usd (issue 25)
     if priced is not None:
         return [priced]
     budget = given.get("budget")
@@ -179,7 +182,7 @@ def _add_run(grid: GridRuns, given: dict[str, Any], block: Block, source: str) -
     seed = given.get("seed", 0)
     key = (block.index, tuple((k, _hashable(v)) for k, v in sorted(given.items())
                               if k != "seed"))
-    identity = {k: models.identity(v) if k == "models" else v
+    identity = {k: models_identity(v) if k == "models" else v
                 for k, v in sorted(given.items()) if k not in NOT_IDENTITY}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
     known = grid.known(key)
@@ -204,7 +207,7 @@ def _add_run(grid: GridRuns, given: dict[str, Any], block: Block, source: str) -
 def _validated(given: dict[str, Any], run_id: str, where: str, source: str) -> RunConfig:
     # A task file runs by absolute path (resume from anywhere); the id keeps the path as
     # written, so moving the sweep folder does not rename its runs.
-    given = {**models.primary(given), "task": resolve_task_spec(str(given["task"]))}
+    given = {**primary(given), "task": resolve_task_spec(str(given["task"]))}
     try:
         return RunConfig(**given, run_id=run_id)
     except ConfigError as exc:
@@ -223,9 +226,9 @@ def _readable(given: dict[str, Any]) -> list[str]:
     alloc = given.get("allocator", "single")
     if alloc != "single":
         method += f"+{alloc}-K{given.get('arms', 1)}"
-    model = models.readable(given["models"]) if given.get("models") and "model" not in given \
+    model = models_readable(given["models"]) if given.get("models") and "model" not in given \
         else str(given.get("model", "embedded"))
-    size = cost.readable(given) or [f"C{given['budget']}",
+    size = cost_readable(given) or [f"C{given['budget']}",
                                     f"T{given.get('depth', given['budget'])}"]
     parts = [str(given["task"]), model, method, *size, f"s{given.get('seed', 0)}"]
     return [_UNSAFE.sub("_", p).strip("_") or "x" for p in parts]
