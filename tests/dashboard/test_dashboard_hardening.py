@@ -27,12 +27,12 @@ from dashboard_support import Dashboard
 from test_dashboard_browser import open_page
 
 from basevolve.config import RunConfig
-from basevolve.dashboard import run_data
+from basevolve.dashboard import run_data, thinning
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.dashboard.run_cache import RunRows
 from basevolve.engine import start_run
 from basevolve.store import RunStore
-from basevolve.sweep.status import read_state
+from basevolve.sweep.stored import read_state
 from basevolve.testing import LLMTestServer
 from basevolve.testing.replies import seeded_packing_reply
 
@@ -306,7 +306,7 @@ def test_long_runs_charts_are_thinned_to_the_same_lines(long_store, monkeypatch)
     drawn as lines through the points sent, equals the full step function."""
     store = ReadOnlyStore(long_store)
     full = run_data.run_page(store, LONG)
-    monkeypatch.setattr(run_data, "MAX_POINTS", 20)
+    monkeypatch.setattr(thinning, "MAX_POINTS", 20)
     thin = run_data.run_page(store, LONG)
     p, q = full["progress"], thin["progress"]
     assert q["thinned"] is True and q["points"] == len(p["calls"]) == LONG_C + 1
@@ -317,11 +317,11 @@ def test_long_runs_charts_are_thinned_to_the_same_lines(long_store, monkeypatch)
         assert np.allclose(drawn, full_line)  # every change kept: same lines
     assert np.allclose(np.interp(q["calls"], p["calls"], p["flops"]), q["flops"])
     assert q["calls"][0] == 0 and q["calls"][-1] == LONG_C
-    pulls = run_data.even(LONG_C + 1, 20)
+    pulls = thinning.even(LONG_C + 1, 20)
     assert len(pulls) == 20 and pulls[0] == 0 and pulls[-1] == LONG_C
     steps = np.array([[0, 0, 0, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 2, 2]])  # changes at 3, 6
-    assert run_data.thin_steps(steps, 6).tolist() == [0, 2, 3, 5, 6, 7]
-    assert run_data.thin_steps(steps, 8).tolist() == list(range(8))  # under the limit
+    assert thinning.thin_steps(steps, 6).tolist() == [0, 2, 3, 5, 6, 7]
+    assert thinning.thin_steps(steps, 8).tolist() == list(range(8))  # under the limit
     store.db.close()
 
 

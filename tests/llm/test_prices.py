@@ -14,14 +14,13 @@ import pytest
 
 from basevolve.cli import main
 from basevolve.errors import ConfigError
-from basevolve.llm.catalog import MODELS, catalog_price, resolve_model
+from basevolve.llm.catalog import MODELS, catalog_price, price_of, resolve_model
 from basevolve.llm.flops import usage_flops
 from basevolve.llm.prices import (
     Price,
     as_price,
     call_cost_usd,
     parse_price,
-    price_of,
     worst_case_usd,
 )
 from basevolve.records import Usage

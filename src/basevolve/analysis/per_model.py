@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from basevolve.analysis.table_files import read_table
 from basevolve.errors import ConfigError
 
 #: required columns of the per-model input table (``cost_usd`` may be empty)
@@ -81,8 +82,6 @@ def load_per_model(given: str | Path | pd.DataFrame | None, store: str | Path | 
     """The per-model rows (``given``, else the store's breakdown) of the analysed runs
     ``run_ids`` that used several models; None when there are none."""
     if given is not None:
-        from basevolve.analysis.tables import read_table
-
         df = given if isinstance(given, pd.DataFrame) else read_table(given, "per-model table")
     elif store is not None:
         from basevolve.store.export import models_table, several_model_runs

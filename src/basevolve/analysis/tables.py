@@ -54,6 +54,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from basevolve.analysis.per_model import load_per_model
+from basevolve.analysis.table_files import read_table
 from basevolve.errors import ConfigError
 
 STRING_COLUMNS: tuple[str, ...] = ("task", "model", "protocol", "allocator")
@@ -266,26 +268,6 @@ def validate_children(df: pd.DataFrame) -> pd.DataFrame:
     return _validate_long(df, CHILDREN_COLUMNS, "children table", floats=("fitness",))
 
 
-def read_table(path: str | Path, what: str) -> pd.DataFrame:
-    """Read a CSV or Parquet file (by extension) with clear errors."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{what}: file {str(p)!r} does not exist; fix: check the path")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        if suffix in (".csv", ".txt", ".tsv"):
-            return pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",")
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise ConfigError(
-            f"{what}: cannot read {str(p)!r} ({exc}); fix: give a valid CSV/Parquet file"
-        ) from None
-    raise ConfigError(
-        f"{what}: unknown file type {suffix!r} for {str(p)!r}; fix: use .csv or .parquet"
-    )
-
-
 def _from_store(store: str | Path) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
     if not Path(store).is_file():
         raise ConfigError(f"store {str(store)!r} does not exist; fix: check the --store path")
@@ -371,8 +353,6 @@ def load_tables(
     )
     kids_v = validate_children(children) if children is not None and len(children) else None
     runs_v = validate_runs(runs, budget_axis)
-    from basevolve.analysis.per_model import load_per_model  # runs with several models
-
     return Tables(runs=runs_v, trajectories=traj_v, children=kids_v, budget_axis=budget_axis,
                   per_model=load_per_model(per_model, store, runs_v["run_id"]))
 

@@ -18,7 +18,7 @@ call or per program when the user opens one):
   tokens, FLOPs, USD, improvements and gain per model, and the model bandit's decisions
   (:mod:`.run_models`).
 
-Why the charts are thinned above :data:`MAX_POINTS` (issue 22, item 11): a run of
+Why the charts are thinned above :data:`.thinning.MAX_POINTS` (issue 22, item 11): a run of
 20,000 calls sent 5.1 MB, most of it chart points no screen can show.  The running
 best is a step function, so keeping the points where some line changes and the point
 before each change draws exactly the same lines; pulls per arm are sampled evenly
@@ -38,8 +38,8 @@ from basevolve.dashboard.lineage import Programs, lineage
 from basevolve.dashboard.run_cache import RunRows
 from basevolve.dashboard.run_models import models_section
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
+from basevolve.dashboard.thinning import even, thin_steps
 
-MAX_POINTS = 2000  # points per chart series sent; a chart is ~1,400 pixels wide
 
 def run_header(store: ReadOnlyStore, run_id: str) -> dict[str, Any] | None:
     row = store.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -75,37 +75,6 @@ def _with_children(rows: RunRows, programs: Programs) -> dict[str, np.ndarray]:
         calls["valid"][hit] = p["valid"][src]
         calls["tell_seq"][hit] = p["seq"][src]
     return calls
-
-
-def _unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` of an integer array, without its first-call import of ``numpy.ma``
-    (7 ms of a long run's first page view)."""
-    a = np.sort(a)
-    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
-
-
-def thin_steps(series: np.ndarray, limit: int | None = None) -> np.ndarray:
-    """Column indices of ``series`` (lines x points) that draw the same step lines.
-
-    Keeps the first and last point and, around every change of any line, the point
-    before and the point of the change; if that is still more than ``limit``, an even
-    sample of those (a running best is never drawn above its true value then).
-    """
-    n, limit = series.shape[1], limit or MAX_POINTS
-    if n <= limit:
-        return np.arange(n)
-    change = np.flatnonzero(np.any(series[:, 1:] != series[:, :-1], axis=0))
-    keep = _unique(np.concatenate([[0, n - 1], change, change + 1]))
-    if keep.size > limit:
-        keep = _unique(keep[np.linspace(0, keep.size - 1, limit).round().astype(int)])
-    return keep
-
-
-def even(n: int, limit: int | None = None) -> np.ndarray:
-    """``limit`` evenly spaced indices of ``range(n)``, first and last included."""
-    limit = limit or MAX_POINTS
-    return np.arange(n) if n <= limit else _unique(np.linspace(0, n - 1, limit).round()
-                                                     .astype(int))
 
 
 def progress(calls: dict[str, np.ndarray], initial: float | None, arms: int) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from basevolve.dashboard.db import ReadOnlyStore, columns
+from basevolve.dashboard.thinning import even
 from basevolve.store.per_model import model_breakdown, total_cost_usd
 
 LAST_DECISIONS = 20
@@ -99,8 +100,6 @@ def bandit(store: ReadOnlyStore, run_id: str, configured: list[str]) -> dict[str
     :class:`~basevolve.engine.models.ModelRouter`); the stored names of the last
     decisions' arms take precedence (a per-arm grouping of all events cost 15 ms on a
     20,000-call run)."""
-    from basevolve.dashboard.run_data import even  # run_data imports this module
-
     rows = store.query(f"""
         SELECT (CASE WHEN arm BETWEEN 0 AND {MAX_ARM} THEN arm ELSE -1 END) * 4
                + (CASE kind WHEN 'ask' THEN 0 WHEN 'tell' THEN 1 ELSE 2 END), reward

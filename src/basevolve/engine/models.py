@@ -389,7 +389,8 @@ def unpriced_model(cfg: Any) -> str | None:
 
 def _price(entry: Any, catalog_name: str) -> Any:
     """The model's price: ``price=`` on ``--model``, else the catalog's (None: unpriced)."""
-    from basevolve.llm.prices import parse_price, price_of
+    from basevolve.llm.catalog import price_of
+    from basevolve.llm.prices import parse_price
 
     override = None if entry.price is None else parse_price(entry.price)
     return price_of(catalog_name, override)

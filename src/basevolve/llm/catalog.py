@@ -207,6 +207,12 @@ def catalog_price(name: str | None) -> Price | None:
     return None if spec is None else spec.price
 
 
+def price_of(model_name: str, override: Price | None) -> Price | None:
+    """The price a run charges model ``model_name`` with: ``override`` when given, else
+    the catalog's price (looked up by catalog name or served id), else None (unpriced)."""
+    return override if override is not None else catalog_price(model_name)
+
+
 def _lookup(name: str) -> ModelSpec | None:
     key = name.strip()
     for _, spec in MODELS.items():
@@ -216,4 +222,4 @@ def _lookup(name: str) -> ModelSpec | None:
 
 
 __all__ = ["LOCAL_PRICE", "MODELS", "THINKING_MAX_TOKENS", "ModelSpec", "catalog_max_tokens",
-           "catalog_price", "parse_params", "resolve_model"]
+           "catalog_price", "parse_params", "price_of", "resolve_model"]

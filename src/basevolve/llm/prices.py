@@ -5,7 +5,9 @@ A :class:`Price` is three rates in USD per million tokens: uncached prompt token
 cached prompt tokens (a provider's discounted rate for a reused prefix) and completion
 tokens.  The catalog (:mod:`basevolve.llm.catalog`) carries one per model where a public
 source states it; a user overrides it (:func:`parse_price` reads the compact form
-``0.2/0.05/0.8``), and :func:`price_of` picks the override, else the catalog's price.
+``0.2/0.05/0.8``), and :func:`basevolve.llm.catalog.price_of` picks the override, else
+the catalog's price (it lives in the catalog, which imports :class:`Price` from here: this
+module stays below the catalog and knows no model).
 
 Token convention: the same as the FLOPs accounting (:func:`basevolve.llm.flops.usage_flops`):
 ``Usage.prompt_tokens`` *includes* the cached ones, so a call is charged
@@ -176,15 +178,5 @@ def as_price(value: object, *, arg: str = "price") -> Price:
                       f"prompt, cached and completion, got {value!r}")
 
 
-def price_of(model_name: str, override: Price | None) -> Price | None:
-    """The price a run charges model ``model_name`` with: ``override`` when given, else
-    the catalog's price (looked up by catalog name or served id), else None (unpriced)."""
-    if override is not None:
-        return override
-    from basevolve.llm.catalog import catalog_price  # the catalog imports Price
-
-    return catalog_price(model_name)
-
-
 __all__ = ["PER_TOKENS", "PRICE_FORMS", "Price", "as_price", "call_cost_usd", "parse_price",
-           "price_of", "worst_case_usd"]
+           "worst_case_usd"]

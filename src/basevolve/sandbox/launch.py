@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from basevolve.records import Isolation
-from basevolve.sandbox import passthrough, seccomp
 from basevolve.sandbox.config import SandboxConfig
+from basevolve.sandbox.passthrough import read_binds, read_paths
+from basevolve.sandbox.seccomp import encoded as seccomp_filter
 
 WORKER_SCRIPT = Path(__file__).with_name("_worker.py")
 LAUNCH_SCRIPT = Path(__file__).with_name("_launch.py")
@@ -186,7 +187,7 @@ def _bwrap_argv(bwrap: str, cfg: SandboxConfig, etc_dir: Path, worker_cfg: dict)
         "/etc",
     ]
     made: set[str] = set()
-    binds = [(root, root) for root in _python_roots()] + list(passthrough.read_binds(cfg))
+    binds = [(root, root) for root in _python_roots()] + list(read_binds(cfg))
     for dest, src in binds:
         for parent in reversed(Path(dest).parents):
             p = str(parent)
@@ -226,7 +227,7 @@ def _landlock_rules(cfg: SandboxConfig) -> dict[str, list[str]]:
     """What a fallback program may read (Landlock, ``_guard.py``); it writes only its dir."""
     read = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
             "/sys/devices/system/cpu", *_python_roots(),
-            *passthrough.read_paths(cfg)]
+            *read_paths(cfg)]
     return {
         "read": read,
         "read_files": ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"],
@@ -264,8 +265,8 @@ def make_launch(
     }
     if seccomp_filters_supported():
         # the fallback sees the host's sockets: no connect() at all (seccomp.py)
-        worker_cfg["seccomp"] = seccomp.encoded(private_ipc=private_ipc,
-                                                connect=isolation is Isolation.BWRAP)
+        worker_cfg["seccomp"] = seccomp_filter(private_ipc=private_ipc,
+                                          connect=isolation is Isolation.BWRAP)
     if worker_cfg["seccomp"]:
         guards.append("seccomp")
     if isolation is Isolation.BWRAP:

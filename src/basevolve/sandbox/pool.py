@@ -41,10 +41,11 @@ from types import TracebackType
 
 from basevolve.errors import ConfigError, SandboxError
 from basevolve.records import ExecResult, ExecStatus, Isolation
-from basevolve.sandbox import fallback
 from basevolve.sandbox.cgroups import PoolCgroup, open_pool_cgroup
 from basevolve.sandbox.codec import interpret
 from basevolve.sandbox.config import MAX_TIMEOUT_S, IsolationMode, SandboxConfig
+from basevolve.sandbox.fallback import guard_parent, unguard_parent
+from basevolve.sandbox.fallback import message as fallback_message
 from basevolve.sandbox.handle import WorkerGone, WorkerHandle
 from basevolve.sandbox.launch import bwrap_path, make_launch
 from basevolve.sandbox.passthrough import request_env
@@ -64,7 +65,7 @@ def _warn_fallback(reason: str, guards: tuple[str, ...]) -> None:
         if _warned_fallback:
             return
         _warned_fallback = True
-    msg = fallback.message(reason, guards)
+    msg = fallback_message(reason, guards)
     logger.warning(msg)
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
@@ -197,7 +198,7 @@ class SandboxPool:
         slot_dir.mkdir(mode=0o711)
         uid = self._uids.uid(slot) if self._uids is not None else None
         if isolation is Isolation.RLIMITS and os.geteuid() != 0 and not self._guarding_parent:
-            fallback.guard_parent()  # before any program of our uid can look at us
+            guard_parent()  # before any program of our uid can look at us
             self._guarding_parent = True
         try:
             cgroup = self._cgroup.slot(slot) if self._cgroup is not None else None
@@ -377,7 +378,7 @@ class SandboxPool:
             self._cgroup.close()
         if getattr(self, "_guarding_parent", False):
             self._guarding_parent = False
-            fallback.unguard_parent()
+            unguard_parent()
         shutil.rmtree(self._root, ignore_errors=True)
 
     def __enter__(self) -> SandboxPool:

@@ -60,17 +60,15 @@ from basevolve.sweep.checks import (
     type_words,
 )
 from basevolve.sweep.cost import COST_KEYS
-from basevolve.sweep.grid import (
+from basevolve.sweep.expansion import (
     MAX_RUNS,
     NOT_IDENTITY,
     POWERS_OF_2,
-    GridRuns,
-    SweepRun,
-    endpoint_key,
     expand,
     powers_of_two,
     prepare_block,
 )
+from basevolve.sweep.grid import GridRuns, SweepRun, endpoint_key
 from basevolve.sweep.models import model_lists
 
 DEFAULT_ENDPOINT_LIMIT = 16
@@ -216,7 +214,7 @@ def _merge(defaults: dict[str, Any], block: dict[str, Any]) -> dict[str, Any]:
 def _block_values(block: dict[str, Any], where: str,
                   source: str) -> tuple[dict[str, Any], list[tuple[str, ...]]]:
     """Each key's values (``seeds = N`` as ``range(N)``, never a list of N) and the
-    block's zip groups, checked; :func:`basevolve.sweep.grid.prepare_block` counts and
+    block's zip groups, checked; :func:`basevolve.sweep.expansion.prepare_block` counts and
     expands them."""
     block = dict(block)
     zips = block.pop("zip", [])

@@ -19,7 +19,7 @@ from basevolve.sweep.cost import check_first_calls
 from basevolve.sweep.models import check_run_models, model_endpoints
 from basevolve.sweep.plan import PlannedRun, plan
 from basevolve.sweep.progress import SweepProgress
-from basevolve.sweep.status import read_state
+from basevolve.sweep.stored import read_state
 
 EXECUTORS = ("local", "ray")
 

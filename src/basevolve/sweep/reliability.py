@@ -24,7 +24,8 @@ import numpy as np
 from basevolve.analysis.stats import cell_stats
 from basevolve.sweep.config import SweepConfig
 from basevolve.sweep.progress import cell_labels
-from basevolve.sweep.status import read_state
+from basevolve.sweep.stored import read_state
+from basevolve.terminal import clean_lines
 
 
 def reliability(sweep: SweepConfig, store_path: str, seed: int = 0,
@@ -86,8 +87,7 @@ def render_reliability(rows: list[dict[str, Any]], store_path: str) -> str:
                      "(finish_reason = length); raise max_tokens for the cells that show it")
     lines.append("")
     lines.append(f"full tables and figures: basevolve report --store {store_path} --out report/")
-    from basevolve.terminal import clean_lines  # cell labels hold model ids and task names
-
+    # cell labels hold model ids and task names
     return clean_lines("\n".join(lines))
 
 

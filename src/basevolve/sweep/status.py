@@ -13,56 +13,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from basevolve.errors import StoreError
-from basevolve.store.decoding import read_leniently
-from basevolve.store.schema import inspect_file
 from basevolve.sweep.config import SweepConfig
 from basevolve.sweep.locks import holder
 from basevolve.sweep.progress import cell_labels
+from basevolve.sweep.reliability import reliability, render_reliability
+from basevolve.sweep.stored import read_state
+from basevolve.terminal import clean, clean_lines
 
 STATES = ("finished", "running", "interrupted", "failed", "pending")
-
-
-def read_state(store_path: str | Path, *, configs: bool = True) -> dict[str, dict[str, Any]]:
-    """Per stored run: status, error, config_json, counted calls, FLOPs, best score, and
-    ``truncated``: replies cut at max_tokens (``finish_reason = "length"``, issue 23).
-
-    ``configs=False`` leaves ``config_json`` out (NULL): ``--status`` and the reliability
-    table do not need it, and it is the largest field of a stored run.
-    """
-    path = Path(store_path)
-    if inspect_file(path) == "new":
-        return {}
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
-    con.row_factory = sqlite3.Row
-    read_leniently(con)  # a run's error with invalid UTF-8 reads as U+FFFD
-    try:
-        runs = {r["run_id"]: dict(r) for r in con.execute(
-            "SELECT run_id, status, error, "
-            + ("config_json" if configs else "NULL AS config_json") + ", budget FROM runs")}
-        for r in con.execute("SELECT run_id, coalesce(sum(counted),0) AS calls, "
-                             "coalesce(sum(flops),0) AS flops, "
-                             "coalesce(sum(finish_reason = 'length'),0) AS cut "
-                             "FROM calls GROUP BY run_id"):
-            if r["run_id"] in runs:
-                runs[r["run_id"]].update(calls=int(r["calls"]), flops=float(r["flops"]),
-                                         truncated=int(r["cut"]))
-        for r in con.execute("SELECT run_id, max(score) AS best FROM programs GROUP BY run_id"):
-            if r["run_id"] in runs:
-                runs[r["run_id"]]["best"] = r["best"]
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
-    finally:
-        con.close()
-    for r in runs.values():
-        r.setdefault("calls", 0)
-        r.setdefault("flops", 0.0)
-        r.setdefault("truncated", 0)
-        r.setdefault("best", None)
-    return runs
 
 
 def sweep_status(sweep: SweepConfig, store_path: str | Path, *,
@@ -96,8 +54,6 @@ def sweep_status(sweep: SweepConfig, store_path: str | Path, *,
         cell[state] += 1
         if best is not None and (cell["best"] is None or best > cell["best"]):
             cell["best"] = best
-    from basevolve.sweep.reliability import reliability  # it reads this module's state
-
     return {
         "sweep": sweep.name, "store": str(store_path), "runs_total": len(sweep.runs),
         "runs": counts, "calls": int(calls),
@@ -125,8 +81,6 @@ def _state(row: dict[str, Any] | None, store_path: str | Path, run_id: str) -> s
 def render_status(doc: dict[str, Any]) -> str:
     """The text form of :func:`sweep_status`; names and errors are printed clean
     (:mod:`basevolve.terminal`): a failed run's error quotes a server or a program."""
-    from basevolve.terminal import clean, clean_lines
-
     r = doc["runs"]
     lines = [
         f"sweep {doc['sweep']} in {doc['store']}: {r['finished']}/{doc['runs_total']} runs "
@@ -147,8 +101,6 @@ def render_status(doc: dict[str, Any]) -> str:
     for x in failed[:10]:
         lines.append(f"failed: {clean(x['run_id'])}: {clean(x['error'])}")
     if doc.get("reliability"):  # with the sweep file's thresholds, as its summary shows
-        from basevolve.sweep.reliability import render_reliability
-
         lines += ["", render_reliability(doc["reliability"], doc["store"])]
     if not doc["complete"]:
         lines.append("")
@@ -188,4 +140,4 @@ def interrupted_words(store_path: str | Path, command: str, since: float = 0.0) 
     return lines
 
 
-__all__ = ["interrupted_words", "read_state", "render_status", "sweep_status"]
+__all__ = ["interrupted_words", "render_status", "sweep_status"]

@@ -18,8 +18,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, ClassVar
 
-from basevolve.tasks import resources
 from basevolve.tasks.base import Task
+from basevolve.tasks.resources import initial_program, system_message
 
 _DRAWINGS_MODULE = "basevolve.viz.geometry"
 
@@ -31,11 +31,11 @@ class BuiltinTask(Task):
 
     @property
     def initial_program(self) -> str:
-        return resources.initial_program(self.name)
+        return initial_program(self.name)
 
     @property
     def system_message(self) -> str:
-        return resources.system_message(self.name)
+        return system_message(self.name)
 
     def draw(self, value: Any, path: Path) -> None:
         draw = getattr(import_module(_DRAWINGS_MODULE), self.drawing)

@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 
 from basevolve.tasks.circle_packing import BENCHMARK_SUM_RADII
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
+from basevolve.testing.sim.builders import hex_rows, ring_layout, safe_radii
 from basevolve.testing.sim.families import Family, TaskModel, literal, program, source
 
 ENTRY = "construct_packing"
@@ -44,13 +44,13 @@ def _ring_variants() -> tuple[tuple[tuple[int, float, float, float], float], ...
             for ro in np.linspace(0.36, 0.5, 5):
                 for ph in (0.0, float(np.pi / n)):
                     p = (n, round(float(ri), 4), round(float(ro), 4), round(ph, 6))
-                    out.append((p, _fit(B.safe_radii(B.ring_layout(*p)))))
+                    out.append((p, _fit(safe_radii(ring_layout(*p)))))
     return tuple(out)
 
 
 @lru_cache(maxsize=1)
 def _hex_variants() -> tuple[tuple[tuple[tuple[int, ...], float], float], ...]:
-    return tuple(((rows, s), _fit(np.full(26, B.hex_rows(rows, s)[1])))
+    return tuple(((rows, s), _fit(np.full(26, hex_rows(rows, s)[1])))
                  for rows in _HEX_PATTERNS for s in _STRETCH)
 
 
@@ -68,29 +68,29 @@ def _margin(fitness: float, base: float, valid: bool) -> float:
 def render_ring(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[str, object]:
     params, base = _pick(rng, _ring_variants(), fitness)
     m = _margin(fitness, base, valid)
-    centers = B.ring_layout(*params)
-    radii = B.safe_radii(centers) * m
+    centers = ring_layout(*params)
+    radii = safe_radii(centers) * m
     n, ri, ro, ph = params
     body = (f"    # one circle in the middle, {n} on an inner ring, {25 - n} on an outer ring\n"
             f"    centers = ring_layout(n_inner={n!r}, r_inner={ri!r}, r_outer={ro!r}, phase={ph!r})\n"
             f"    radii = safe_radii(centers) * {m!r}\n"
             "    return centers, radii, float(np.sum(radii))\n")
     code = program("Rings of circles around the centre; radii limited by walls and neighbours.",
-                   IMPORTS, source(B.ring_layout, B.safe_radii), ENTRY, body)
+                   IMPORTS, source(ring_layout, safe_radii), ENTRY, body)
     return code, (centers, radii, float(np.sum(radii)))
 
 
 def render_hex(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[str, object]:
     (rows, s), base = _pick(rng, _hex_variants(), fitness)
     m = _margin(fitness, base, valid)
-    centers, r = B.hex_rows(rows, s)
+    centers, r = hex_rows(rows, s)
     radii = np.full(26, r * m)
     body = (f"    # {'+'.join(map(str, rows))} rows of equal circles, vertical stretch {s}\n"
             f"    centers, r = hex_rows(rows={rows!r}, stretch={s!r})\n"
             f"    radii = np.full(26, r * {m!r})\n"
             "    return centers, radii, float(np.sum(radii))\n")
     code = program("Equal circles in hexagonal rows, scaled to the unit square.",
-                   IMPORTS, source(B.hex_rows), ENTRY, body)
+                   IMPORTS, source(hex_rows), ENTRY, body)
     return code, (centers, radii, float(np.sum(radii)))
 
 

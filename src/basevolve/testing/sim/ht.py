@@ -26,8 +26,8 @@ import numpy as np
 
 from basevolve.tasks.geometry import TRIANGLE_AREA, triple_indices
 from basevolve.tasks.heilbronn_triangle import BENCHMARK_MIN_AREA_NORMALIZED, smallest_triangle
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
+from basevolve.testing.sim.builders import circle_rings, edge_points, square_points
 from basevolve.testing.sim.families import Family, TaskModel, bisect, literal, program, source
 
 ENTRY = "heilbronn_triangle11"
@@ -63,16 +63,16 @@ def render_invalid(rng: np.random.Generator, fitness: float, valid: bool) -> tup
     if kind == 1:
         seed = int(rng.integers(10_000))
         body = f"    points = square_points(seed={seed!r})\n    return points\n"
-        return (program("Eleven random points.", IMPORTS, source(B.square_points), ENTRY, body),
-                B.square_points(seed))
+        return (program("Eleven random points.", IMPORTS, source(square_points), ENTRY, body),
+                square_points(seed))
     body = "    points = edge_points(11)\n    return points\n"
-    return (program("Eleven points along the base.", IMPORTS, source(B.edge_points), ENTRY, body),
-            B.edge_points(11))
+    return (program("Eleven points along the base.", IMPORTS, source(edge_points), ENTRY, body),
+            edge_points(11))
 
 
 @lru_cache(maxsize=1)
 def _circle_bases() -> tuple[float, ...]:
-    return tuple(_f(B.circle_rings(*v)) for v in _CIRCLES)
+    return tuple(_f(circle_rings(*v)) for v in _CIRCLES)
 
 
 def render_hand(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[str, object]:
@@ -82,12 +82,12 @@ def render_hand(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[
     counts, radii, phases = _CIRCLES[i]
     s = 1.15 if not valid else math.sqrt(min(1.0, fitness / bases[i]))
     radii = tuple(round(r * s, 15) for r in radii)
-    pts = B.circle_rings(counts, radii, phases)
+    pts = circle_rings(counts, radii, phases)
     body = (f"    # points on {len(counts)} circle(s) around the incentre\n"
             f"    points = circle_rings(counts={counts!r}, radii={radii!r}, phases={phases!r})\n"
             "    return points\n")
     code = program("Eleven points placed by hand on circles inside the triangle.", IMPORTS,
-                   source(B.circle_rings), ENTRY, body)
+                   source(circle_rings), ENTRY, body)
     return code, pts
 
 

@@ -24,8 +24,8 @@ from functools import lru_cache
 import numpy as np
 
 from basevolve.tasks.min_max_distance import BENCHMARK_INV_RATIO_SQUARED, score_points
-from basevolve.testing.sim import builders as B
 from basevolve.testing.sim.bank import entries
+from basevolve.testing.sim.builders import jittered_grid, lattice_rows, polygon_rings
 from basevolve.testing.sim.families import Family, TaskModel, bisect, literal, program, source
 
 ENTRY = "min_max_dist_dim2_16"
@@ -52,32 +52,32 @@ def _break(points: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _ring_bases() -> dict[int, float]:
-    return {n: _f(B.polygon_rings(n, _RING_BASE_RATIO[n], ph)) for n, ph in _RING_VARIANTS}
+    return {n: _f(polygon_rings(n, _RING_BASE_RATIO[n], ph)) for n, ph in _RING_VARIANTS}
 
 
 @lru_cache(maxsize=1)
 def attractor_fitness() -> float:
     """Fitness of the exact 5+11 construction under the real scorer (0.9603 in the paper)."""
-    return score_points(B.polygon_rings(5, ATTRACTOR_RATIO, 0.0)).score
+    return score_points(polygon_rings(5, ATTRACTOR_RATIO, 0.0)).score
 
 
 @lru_cache(maxsize=1)
 def _lattice_bases() -> tuple[tuple[tuple[int, ...], float], ...]:
-    return tuple((rows, _f(B.lattice_rows(rows, 1.0))) for rows in _LATTICES)
+    return tuple((rows, _f(lattice_rows(rows, 1.0))) for rows in _LATTICES)
 
 
 def render_jitter(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[str, object]:
     seed = int(rng.integers(10_000))
-    grid, noise = B.jittered_grid(seed, 0.0), np.random.default_rng(seed).normal(size=(16, 2))
+    grid, noise = jittered_grid(seed, 0.0), np.random.default_rng(seed).normal(size=(16, 2))
     amp = bisect(lambda a: _f(grid + a * noise), fitness, 0.0, 20.0)
-    pts = B.jittered_grid(seed, amp)
+    pts = jittered_grid(seed, amp)
     tail = ""
     if not valid:
         pts, tail = _break(pts), "    points[1] = points[0]  # keep the corner fixed\n"
     body = (f"    points = jittered_grid(seed={seed!r}, amplitude={amp!r})\n{tail}"
             "    return points\n")
     code = program("Sixteen points: a 4x4 grid with random jitter.", IMPORTS,
-                   source(B.jittered_grid), ENTRY, body)
+                   source(jittered_grid), ENTRY, body)
     return code, pts
 
 
@@ -85,15 +85,15 @@ def render_grid(rng: np.random.Generator, fitness: float, valid: bool) -> tuple[
     bases = _lattice_bases()
     ok = [r for r, b in bases if b >= fitness] or [max(bases, key=lambda x: x[1])[0]]
     rows = ok[int(rng.integers(len(ok)))]
-    flat = B.lattice_rows(rows, 1.0)
+    flat = lattice_rows(rows, 1.0)
     aspect = bisect(lambda a: _f(flat * np.array([1.0, a])), fitness, 1.0, 6.0)
-    pts = B.lattice_rows(rows, aspect)
+    pts = lattice_rows(rows, aspect)
     tail = ""
     if not valid:
         pts, tail = _break(pts), "    points[1] = points[0]\n"
     body = (f"    points = lattice_rows(rows={rows!r}, aspect={aspect!r})\n{tail}"
             "    return points\n")
-    code = program("Sixteen points on a lattice patch.", IMPORTS, source(B.lattice_rows),
+    code = program("Sixteen points on a lattice patch.", IMPORTS, source(lattice_rows),
                    ENTRY, body)
     return code, pts
 
@@ -107,7 +107,7 @@ def render_rings(rng: np.random.Generator, fitness: float, valid: bool) -> tuple
         ok = [(n, ph) for n, ph in _RING_VARIANTS if bases[n] >= fitness] or [(5, 0.0)]
         n, ph = ok[int(rng.integers(len(ok)))]
         base = _RING_BASE_RATIO[n]
-        unit = B.polygon_rings(n, 1.0, ph)
+        unit = polygon_rings(n, 1.0, ph)
         inner = np.arange(16) < n
 
         def fit(x: float) -> float:
@@ -116,14 +116,14 @@ def render_rings(rng: np.random.Generator, fitness: float, valid: bool) -> tuple
         d = bisect(fit, fitness, 0.0, 1.5)
         ratio = base * (1 + d)
         ratio_src = repr(ratio)
-    pts = B.polygon_rings(n, ratio, ph)
+    pts = polygon_rings(n, ratio, ph)
     tail = ""
     if not valid:
         pts, tail = _break(pts), "    points[1] = points[0]\n"
     body = (f"    # {n} points on an inner circle, {16 - n} on an outer one\n"
             f"    points = polygon_rings(n_inner={n!r}, ratio={ratio_src}, phase={ph!r})\n{tail}"
             "    return points\n")
-    code = program("Concentric regular polygons.", IMPORTS, source(B.polygon_rings), ENTRY, body)
+    code = program("Concentric regular polygons.", IMPORTS, source(polygon_rings), ENTRY, body)
     return code, pts
 
 

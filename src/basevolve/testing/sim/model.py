@@ -63,12 +63,24 @@ from typing import Any
 import numpy as np
 
 from basevolve.errors import ConfigError
-from basevolve.testing.sim import cp, ht, mmd
-from basevolve.testing.sim import formats as F
+from basevolve.testing.sim.cp import MODEL as CP_MODEL
 from basevolve.testing.sim.families import Family, TaskModel
+from basevolve.testing.sim.formats import (
+    PROSE,
+    break_code,
+    child_program,
+    fenced,
+    judge_reply,
+    meta_reply,
+    paradigm_reply,
+    search_replace,
+    tagged,
+)
+from basevolve.testing.sim.ht import MODEL as HT_MODEL
+from basevolve.testing.sim.mmd import MODEL as MMD_MODEL
 from basevolve.testing.sim.request import content, parent_of, read_request
 
-MODELS: dict[str, TaskModel] = {m.task: m for m in (cp.MODEL, mmd.MODEL, ht.MODEL)}
+MODELS: dict[str, TaskModel] = {m.task: m for m in (CP_MODEL, MMD_MODEL, HT_MODEL)}
 BROKEN_KINDS = ("prose", "syntax", "wrong_entry")
 #: P(a novelty judge answers NOVEL).  ShinkaEvolve asks its judge only about a child
 #: that is already near-identical to a program of its island, so most answers are NOT
@@ -180,29 +192,29 @@ class SimulatedLLM:
         prompt.  The family program is drawn exactly as for ``full``; the island formats
         then splice it into the parent (:mod:`basevolve.testing.sim.formats`)."""
         if d.kind == "prose":
-            return Reply(F.PROSE, d, None, fmt)
+            return Reply(PROSE, d, None, fmt)
         fam = self.model.family(d.family)
         code, value = fam.render(rng, d.fitness, d.valid)
-        code = F.break_code(code, d.kind, self.model.entry)
+        code = break_code(code, d.kind, self.model.entry)
         label = fam.name.replace("_", " ")
         if fmt == "full":
             text = (f"Here is a rewritten program ({label} approach).\n\n"
-                    f"{F.fenced(code)}\n")
+                    f"{fenced(code)}\n")
             return Reply(text, d, value, fmt)
         shown = parent if parent.endswith("\n") else parent + "\n"
-        child = F.child_program(shown, code)
+        child = child_program(shown, code)
         if child == shown:  # an edit must change something: a model would touch the code
-            child = F.child_program(shown, code, f"# revision {int(rng.integers(10**6))}\n")
+            child = child_program(shown, code, f"# revision {int(rng.integers(10**6))}\n")
         doc = code.split("\n", 1)[0].strip('"')
         how = (f"Switches from the {d.parent_family.replace('_', ' ')} approach."
                if d.switched else "Refines the current construction.")
         name = f"{fam.name}_{'switch' if d.switched else 'refine'}"
         if fmt == "tagged_code":
-            text = F.tagged(name, f"{doc} {how}", "CODE", F.fenced(child))
+            text = tagged(name, f"{doc} {how}", "CODE", fenced(child))
         elif fmt == "tagged_diff":
-            text = F.tagged(name, f"{doc} {how}", "DIFF", F.search_replace(shown, child))
+            text = tagged(name, f"{doc} {how}", "DIFF", search_replace(shown, child))
         else:
-            text = f"{doc} {how}\n\n{F.search_replace(shown, child)}\n"
+            text = f"{doc} {how}\n\n{search_replace(shown, child)}\n"
         return Reply(text, d, value, fmt, child)
 
     def reply(self, body: dict[str, Any], index: int = 0) -> Reply:
@@ -213,16 +225,16 @@ class SimulatedLLM:
         rng = np.random.default_rng([seed, *self.stream_key])
         req = read_request(body)
         if req.kind == "judge":
-            return Reply(F.judge_reply(bool(rng.random() < self.judge_novel_rate)), None, None,
+            return Reply(judge_reply(bool(rng.random() < self.judge_novel_rate)), None, None,
                          req.kind)
         if req.kind == "meta_prompt":
-            edit = None if rng.random() < self.broken_rate else F.meta_reply(req.prompt, rng)
-            return Reply(edit or F.PROSE, None, None, req.kind)
+            edit = None if rng.random() < self.broken_rate else meta_reply(req.prompt, rng)
+            return Reply(edit or PROSE, None, None, req.kind)
         if req.kind == "paradigm":  # prose (unreadable) at the broken rate
             if rng.random() < self.broken_rate:
-                return Reply(F.PROSE, None, None, req.kind)
+                return Reply(PROSE, None, None, req.kind)
             names = [f.name for f in self.model.families if f.valid > 0]
-            return Reply(F.paradigm_reply(names, req.ideas, rng), None, None, req.kind)
+            return Reply(paradigm_reply(names, req.ideas, rng), None, None, req.kind)
         fam = self.model.classify(req.parent)
         return self.render(self.decide(fam, req.fitness, rng), rng, req.kind, req.parent)
 
