@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from basevolve.errors import ConfigError
+from basevolve.objectives import parse_objectives, parse_reference_point
 from basevolve.passenv import check_data, check_env
 
 PULL_MODES = ("call", "generation")
@@ -214,8 +215,14 @@ class RunConfig:
     env: dict[str, str] = field(default_factory=dict)
     env_secret: tuple[str, ...] = ()
     data: str | None = None
+    # several objectives (issue 36; objectives.py): {name: "max"|"min"} in declaration
+    # order (empty = one score), and the reference point of their hypervolume (declared,
+    # or derived from the initial program's vector and stored when the run starts)
+    objectives: dict[str, str] = field(default_factory=dict)
+    reference_point: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_objectives()
         self._check_cost_budget()
         c = self.budget
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
@@ -445,9 +452,24 @@ class RunConfig:
             return -(-(self.budget - self.arms * n) // n)
         return self.budget - self.arms
 
+    def _check_objectives(self) -> None:
+        """Shape only (issue 36): names, directions, a finite point of the same length."""
+        objs = parse_objectives(self.objectives or None, what="--objectives")
+        if objs is None:
+            if self.reference_point:
+                raise ConfigError("--reference-point needs --objectives (two or more)")
+            return
+        object.__setattr__(self, "objectives", objs.as_dict())
+        if self.reference_point:
+            point = parse_reference_point(list(self.reference_point), objs)
+            object.__setattr__(self, "reference_point", point)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["breadth"] = self.breadth
+        if not self.objectives:  # a single-objective run's stored config is unchanged
+            d.pop("objectives")
+            d.pop("reference_point")
         return d
 
     @classmethod
