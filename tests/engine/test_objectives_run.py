@@ -238,19 +238,20 @@ def test_every_allocator_runs_with_the_hypervolume_reward(pool, tmp_path, name):
 
 
 # ----------------------------------------------------------------- kill and resume
-def _progress(store: Path) -> tuple[int, int]:
-    """(counted calls, answered calls whose child is not yet stored)."""
+def _progress(store: Path) -> tuple[int, int, int]:
+    """(counted calls, children stored, answered calls whose child is not yet stored)."""
     try:
         con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
         try:
             return con.execute(
-                "SELECT coalesce(sum(counted),0), coalesce(sum(status='ok' AND call_id NOT IN "
+                "SELECT coalesce(sum(counted),0), (SELECT count(*) FROM programs WHERE "
+                "is_initial=0), coalesce(sum(status='ok' AND call_id NOT IN "
                 "(SELECT call_id FROM programs WHERE call_id IS NOT NULL)),0) FROM calls"
             ).fetchone()
         finally:
             con.close()
     except sqlite3.Error:
-        return (0, 0)
+        return (0, 0, 0)
 
 
 def test_sigkill_and_resume_give_the_same_front_and_rows(pool, tmp_path):
@@ -272,21 +273,23 @@ def test_sigkill_and_resume_give_the_same_front_and_rows(pool, tmp_path):
         deadline = time.monotonic() + 120
         try:
             while time.monotonic() < deadline:
-                counted, _ = _progress(store)
-                if counted >= 10:
+                # children told (the fronts must be rebuilt from them) and answered calls
+                # whose child waits (to be evaluated again from the stored reply)
+                counted, children, untold = _progress(store)
+                if counted >= 10 and children >= 6 and untold >= 1:
                     break
                 assert proc.poll() is None, "run ended before it could be killed"
                 time.sleep(0.01)
             else:
-                pytest.fail("the run never reached 10 calls")
+                pytest.fail("the run never had 6 children told and one waiting")
             os.kill(proc.pid, signal.SIGKILL)
         finally:
             proc.wait()
-        killed_at = _progress(store)[0]
+        killed_at, told_before_kill, _ = _progress(store)
         done = subprocess.run([*base, "--resume", "mo", "--json"], capture_output=True,
                               text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert 10 <= killed_at < 32
+    assert 10 <= killed_at < 32 and told_before_kill >= 6
     resumed = json.loads(done.stdout.strip().splitlines()[-1])
     assert resumed["calls_completed"] == 32
     # the same reference point (stored once), the same front, the same rows
