@@ -154,6 +154,8 @@ def test_two_objective_run_spends_exactly_c_calls(pool, tmp_path):
     assert s["calls_completed"] == 16
     rows = _q(tmp_path / "s.sqlite", "SELECT sum(counted) n, count(*) k FROM calls")[0]
     assert rows["n"] == 16 and rows["k"] == 18
+    stored, own, _ = Oracle(tmp_path / "s.sqlite").rewards()  # on fronts, every pull told
+    assert len(stored) == 16 and _close(stored, own) and sum(stored.values()) > 0
 
 
 def test_two_objective_run_spends_exactly_c_attempts(pool, tmp_path):
@@ -166,6 +168,8 @@ def test_two_objective_run_spends_exactly_c_attempts(pool, tmp_path):
     rows = _q(tmp_path / "s.sqlite", "SELECT count(*) n FROM attempts")[0]
     failed = _q(tmp_path / "s.sqlite", "SELECT count(*) n FROM calls WHERE status='failed'")
     assert rows["n"] == 16 and failed[0]["n"] == 3
+    stored, own, _ = Oracle(tmp_path / "s.sqlite").rewards()
+    assert _close(stored, own) and sum(stored.values()) > 0
 
 
 def test_gain_credited_once_to_the_pull_whose_child_grew_the_front(pool, tmp_path):
