@@ -174,6 +174,18 @@ def test_task_file_declares_objectives_and_reference_point(tmp_path, capsys):
     assert _config(store, "point")["reference_point"] == [0.25, 7.0]
 
 
+def test_tasks_show_names_the_declared_objectives(tmp_path, capsys):
+    task = task_file(tmp_path, 'objectives = {"a": "max", "b": "min"}')
+    assert main(["tasks", "--show", str(task)]) == 0
+    assert ("objectives      a max, b min (reference point: derived from the initial "
+            "program; --objectives overrides)") in capsys.readouterr().out
+    assert main(["tasks", "--show", str(task), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert shown["objectives"] == {"a": "max", "b": "min"} and shown["reference_point"] == []
+    assert main(["tasks", "--show", str(task_file(tmp_path)), "--json"]) == 0
+    assert "objectives" not in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
 def test_task_file_with_a_bad_declaration(tmp_path, capsys):
     task = task_file(tmp_path, 'objectives = {"a": "max", "b": "lower"}')
     store = tmp_path / "s.sqlite"
