@@ -109,6 +109,10 @@ def task_details(spec: str, params: dict[str, Any] | None = None) -> dict[str, A
                    for p in task.PARAMS],
         "trust": str(_trust(task)),
         **({"directory": directory_details(task)} if task.evaluation == "openevolve" else {}),
+        # several objectives (issue 36), only where the task declares them
+        **({"objectives": dict(task.objectives),
+            "reference_point": list(getattr(task, "reference_point", ()) or ())}
+           if getattr(task, "objectives", None) else {}),
     }
 
 
@@ -145,6 +149,10 @@ def _show(spec: str, as_json: bool, params: dict[str, Any] | None = None) -> int
         print(f"entry function  {d['entry']}() -- called with no arguments; returns the solution")
         print(f"limits          {d['timeout_s']:g} s wall clock, {d['memory_mb']} MB memory, "
               f"{d['max_processes']} processes, {d['max_file_mb']} MB per file, no network")
+    if d.get("objectives"):
+        point = d["reference_point"] or "derived from the initial program"
+        print(f"objectives      {', '.join(f'{k} {v}' for k, v in d['objectives'].items())} "
+              f"(reference point: {point}; --objectives overrides)")
     if d["params"]:
         print("parameters      --task-param KEY=VALUE:")
         width = max(len(p["name"]) for p in d["params"])

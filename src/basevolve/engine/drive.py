@@ -25,10 +25,11 @@ from basevolve.store import RunStore
 
 async def drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
                 settings: LLMSettings, evaluator: Any, *, resume: bool,
-                progress: Progress | None) -> dict[str, Any]:
-    """Run the engine inside the caller's event loop; the summary as computed from the store."""
+                progress: Progress | None, initial: Any = None) -> dict[str, Any]:
+    """Run the engine inside the caller's event loop; the summary as computed from the store.
+    ``initial``: the initial program's evaluation when the start check made it (issue 36)."""
     engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
-                    settings=settings, progress=progress)
+                    settings=settings, progress=progress, initial=initial)
     # calls sent and never answered are charged per --charge-unanswered (issue 24, item 3):
     # those a killed process left pending, and those in flight when this run stops
     if resume:
@@ -49,14 +50,14 @@ async def drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 def execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
             *, resume: bool, progress: Progress | None, out_dir: Path | None,
             pool: Any | None, notify: Notify = quiet,
-            answers: AnswerSetup | None = None) -> dict[str, Any]:
+            answers: AnswerSetup | None = None, initial: Any = None) -> dict[str, Any]:
     """Drive the run in a loop of its own; write its outputs and its stored summary."""
     evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify)
 
     async def go() -> dict[str, Any]:
         try:
             return await drive(cfg, store, task, client, settings, evaluator, resume=resume,
-                               progress=progress)
+                               progress=progress, initial=initial)
         finally:
             await client.aclose()
 
@@ -72,7 +73,8 @@ def execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: L
 async def execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task: Any | None,
                         client: Any | None, pool: Any | None,
                         progress: Progress | None,
-                        answers: AnswerSetup | None = None) -> dict[str, Any]:
+                        answers: AnswerSetup | None = None,
+                        initial: Any = None) -> dict[str, Any]:
     """The async core of :func:`~basevolve.engine.runner.start_run_async` /
     :func:`~basevolve.engine.runner.resume_run_async`.
 
@@ -94,7 +96,7 @@ async def execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task: 
     evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume)
     try:
         summary = await drive(cfg, store, task, client, settings, evaluator, resume=resume,
-                              progress=progress)
+                              progress=progress, initial=initial)
         summary.update({"best_program": None, "picture": None})
         await keep_solution(summary, store, evaluator)
         store.write_summary(cfg.run_id, summary)

@@ -23,6 +23,7 @@ from basevolve.engine.budget import plan_cost_budget
 from basevolve.engine.drive import execute, execute_async
 from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import model_costs
+from basevolve.engine.objective_start import checked, checked_async
 from basevolve.engine.prepare import (
     Notify,
     Progress,
@@ -100,6 +101,9 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
                                cfg.max_tokens or settings.max_tokens, answer_params(answers),
                                model_costs(cfg))
         identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
+        # several objectives (issue 36): checked on the initial program before anything
+        # is stored, the reference point fixed; that evaluation is the engine's
+        cfg, initial = checked(cfg, task, lambda c: make_evaluator(task, c, prep.pool, answers))
         with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
             store.create_run(cfg.run_id, cfg.to_dict(),
                              active_params=float(client.model_spec.active_params),
@@ -109,7 +113,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
             show_phase(progress, initial_phase(task))
             return execute(cfg, store, task, client, settings, resume=False,
                             progress=progress, out_dir=out_dir, pool=prep.pool,
-                            notify=notify, answers=answers)
+                            notify=notify, answers=answers, initial=initial)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -185,11 +189,13 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     cfg = plan_cost_budget(cfg, task, active_params(cfg, client),
                            cfg.max_tokens or llm_settings(cfg).max_tokens, answer_params(answers),
                            model_costs(cfg))
+    cfg, initial = await checked_async(  # several objectives (issue 36), before storing
+        cfg, task, lambda c: make_evaluator(task, c, pool, answers))
     store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
                      active_params=active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())
     return await execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
-                                progress=progress, answers=answers)
+                                progress=progress, answers=answers, initial=initial)
 
 
 async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = None,
