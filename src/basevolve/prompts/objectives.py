@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from basevolve.objectives import Objectives
-from basevolve.prompts.feedback import append_section
 
 HEADER = "## Objectives"
 
@@ -44,6 +43,12 @@ def add_objectives(messages: list[dict[str, str]], objectives: Objectives | None
                    vector: Sequence[float] | None) -> list[dict[str, str]]:
     """``messages`` with the objectives section appended to the last user message (fresh
     dicts); an unchanged copy when ``objectives`` is None (a single-objective run)."""
+    out = [dict(m) for m in messages]
     if objectives is None:
-        return [dict(m) for m in messages]
-    return append_section(messages, objectives_section(objectives, vector))
+        return out
+    section = objectives_section(objectives, vector)
+    for m in reversed(out):  # as prompts/feedback.py appends; not imported from there,
+        if m.get("role") == "user":  # which reads the config (a layer above prompts)
+            m["content"] = f"{m['content']}\n\n{section}"
+            return out
+    return [*out, {"role": "user", "content": section}]

@@ -35,8 +35,8 @@ from basevolve.params import Param, parse_params
 from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts.feedback import render_feedback
 from basevolve.prompts.files_reply import parse_files_reply
-from basevolve.prompts.objectives import add_objectives
 from basevolve.prompts.parse import ParsedProgram, extract_program
+from basevolve.protocols.vectors import ObjectiveVectors
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
 
@@ -163,11 +163,7 @@ class Protocol(ABC):
         ``feedback``: the run's ``--feedback`` (issue 21, part 3).  ``"artifacts"`` puts a
         parent's evaluator feedback (:meth:`feedback_section`) into the prompts built from
         it; ``"none"`` leaves every prompt as the paper prints it.
-
-        ``objectives``: the run's objectives when it has several (issue 36), else None.
-        Every fresh mutation prompt then ends with the objectives section of
-        :mod:`basevolve.prompts.objectives` (the parent's vector from :meth:`vector_of`),
-        and protocols may choose parents from the front (:mod:`.front_parents`).
+        ``objectives``: a run's several objectives (issue 36; :mod:`.vectors`), else None.
         """
         self.feedback = check_feedback(feedback)
         if not isinstance(breadth, int) or isinstance(breadth, bool) or breadth < 1:
@@ -183,8 +179,7 @@ class Protocol(ABC):
         self._archive: list[Told] = []
         self._n_asked = 0
         self._started = False
-        self.objectives = objectives
-        self._vectors: dict[int | None, tuple[float, ...] | None] = {}
+        self.objectives, self.vectors = objectives, ObjectiveVectors(objectives)
 
     # -- public API -------------------------------------------------------------------
     @property
@@ -256,7 +251,7 @@ class Protocol(ABC):
                 child.program_id, self.task.initial_program, child.score, child.valid, child.error
             )
         self._initial = self._best = child
-        self._note_vector(child)
+        self.vectors.note(child)
 
     @property
     def queued_followups(self) -> int:
@@ -280,8 +275,8 @@ class Protocol(ABC):
         self._started = True
         proposal = self._ask()
         if self.objectives is not None and proposal.purpose == "mutation":  # issue 36
-            proposal = replace(proposal, messages=add_objectives(
-                proposal.messages, self.objectives, self.vector_of(proposal.parent_id)))
+            proposal = replace(proposal, messages=self.vectors.prompt(proposal.messages,
+                                                                      proposal.parent_id))
         if proposal.key in self._outstanding:
             raise ProtocolStateError(f"{self.name} produced a duplicate proposal {proposal.key}")
         self._outstanding[proposal.key] = proposal
@@ -298,7 +293,7 @@ class Protocol(ABC):
             child = Child(child.program_id, None, 0.0, False, child.error or "no program")
         del self._outstanding[proposal.key]
         self._archive.append(Told(proposal, child))
-        self._note_vector(child)
+        self.vectors.note(child)
         self._tell(proposal, child)
 
     def tell_text(self, proposal: Proposal, text: str) -> None:
@@ -338,15 +333,6 @@ class Protocol(ABC):
         del self._outstanding[proposal.key]
         self._n_asked -= 1
         self._cancel(proposal)
-
-    def vector_of(self, program_id: int | None) -> tuple[float, ...] | None:
-        """The objective vector of a usable program this trajectory was told (by store
-        id; the initial program's too), or None (single objective, unknown, unusable)."""
-        return self._vectors.get(program_id)
-
-    def _note_vector(self, child: Child) -> None:
-        if self.objectives is not None and child.usable and child.metrics:
-            self._vectors[child.program_id] = self.objectives.vector(child.metrics)
 
     def feedback_section(self, child: Child) -> str:
         """``child``'s evaluator feedback as the delimited, capped prompt section of

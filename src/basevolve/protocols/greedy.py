@@ -201,7 +201,7 @@ class GreedyProtocol(Protocol):
 
     def _offer(self, key: tuple[int, int], child: Child) -> None:
         if self._front is not None and child.usable:
-            self._front.offer(key, self.vector_of(child.program_id), child)
+            self._front.offer(key, self.vectors.get(child.program_id), child)
 
     def _parent_now(self, key: tuple[int, int]) -> Child:
         """The trajectory's best, or with several objectives the front member chosen by

@@ -151,7 +151,7 @@ class IslandProtocol(Protocol):
         or when no member has an objective vector, and the protocol keeps its own rule."""
         if self.objectives is None or self.params.get("parent_selection") != FRONT:
             return None
-        m = front_choice(members, lambda m: self.vector_of(m.program_id),
+        m = front_choice(members, lambda m: self.vectors.get(m.program_id),
                          lambda m: self._front_uses[m.program_id], self.objectives)
         if m is not None:
             self._front_uses[m.program_id] += 1
