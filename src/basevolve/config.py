@@ -38,6 +38,9 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
 #: 8 calls may wait, answered, for an earlier one; measured in benchmarks/README.md)
 DEFAULT_WINDOW, WINDOW_MARGIN, MAX_WINDOW = 24, 8, 100_000
 REWARDS = ("best", "improvement")
+#: ``--reward-front``: the front whose hypervolume a multi-objective run's reward reads
+#: (issue 36; engine/front_credit.py)
+REWARD_FRONTS = ("trajectory", "run")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 #: ``--feedback``: what of a parent's evaluation the next prompt shows (issue 21, part 3;
 #: :mod:`basevolve.prompts.feedback`).  ``none`` keeps the paper's verbatim prompts.
@@ -220,6 +223,7 @@ class RunConfig:
     # or derived from the initial program's vector and stored when the run starts)
     objectives: dict[str, str] = field(default_factory=dict)
     reference_point: tuple[float, ...] = ()
+    reward_front: str = "trajectory"  # --reward-front (REWARD_FRONTS)
 
     def __post_init__(self) -> None:
         self._check_objectives()
@@ -454,14 +458,20 @@ class RunConfig:
 
     def _check_objectives(self) -> None:
         """Shape only (issue 36): names, directions, a finite point of the same length."""
+        if self.reward_front not in REWARD_FRONTS:
+            raise ConfigError(f"--reward-front must be one of {', '.join(REWARD_FRONTS)}, "
+                              f"got {str(self.reward_front)[:40]!r}")
         objs = parse_objectives(self.objectives or None, what="--objectives")
         if objs is None:
             if self.reference_point:
                 raise ConfigError("--reference-point needs --objectives (two or more)")
+            if self.reward_front != "trajectory":
+                raise ConfigError("--reward-front needs --objectives (two or more)")
             return
         object.__setattr__(self, "objectives", objs.as_dict())
         if self.reference_point:
-            point = parse_reference_point(list(self.reference_point), objs)
+            spec = self.reference_point
+            point = parse_reference_point(spec if isinstance(spec, str) else list(spec), objs)
             object.__setattr__(self, "reference_point", point)
 
     def to_dict(self) -> dict[str, Any]:
@@ -470,6 +480,7 @@ class RunConfig:
         if not self.objectives:  # a single-objective run's stored config is unchanged
             d.pop("objectives")
             d.pop("reference_point")
+            d.pop("reward_front")
         return d
 
     @classmethod
