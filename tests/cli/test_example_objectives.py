@@ -20,6 +20,7 @@ from pathlib import Path
 from basevolve.cli import main
 from basevolve.fronts import nondominated_mask
 from basevolve.objectives import parse_objectives
+from basevolve.testing import LLMTestServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pareto_bin_packing" / "task.py"
@@ -84,3 +85,21 @@ def test_pareto_example_runs_on_the_simulator(tmp_path, capsys):
         assert prompt.endswith("is progress.")
         assert "quality (higher is better), cpu_ms (lower is better)" in prompt
         assert f"objective vector: quality={q:.6g}, cpu_ms={t:.6g}." in prompt
+
+
+def test_front_parent_selection_without_objectives_is_one_line_and_nothing_stored(
+        tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(["no reply is asked for"]) as srv:
+        code = main(["run", "--task", str(ROOT / "examples" / "bin_packing.py"), "--budget",
+                     "4", "--protocol", "openevolve", "--protocol-param",
+                     "parent_selection=front", "--params", "1e9", "--base-url", srv.base_url,
+                     "--store", str(store)])
+        assert srv.requests == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1] == ("basevolve: error: --protocol-param parent_selection=front for protocol "
+                       "'openevolve' needs two or more objectives; add --objectives "
+                       "NAME:max,NAME:min or leave parent_selection out")
+    assert "Traceback" not in "\n".join(err)
+    assert not store.exists()

@@ -22,10 +22,11 @@ A single-objective run never builds any of this (the protocols keep their own ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from basevolve.errors import ConfigError
 from basevolve.fronts import Vector, crowding_distances, nondominated_mask
 from basevolve.objectives import Objectives
 from basevolve.params import Param
@@ -40,6 +41,17 @@ PARENT_SELECTION = Param("parent_selection", str, "protocol", "the protocol's ow
                          "rule, or 'front': members of the island's Pareto front in turn, the "
                          "loneliest (crowding distance) first (needs --objectives; issue 36)",
                          choices=("protocol", FRONT))
+
+
+def check_parent_selection(protocol: str, params: Mapping[str, object],
+                           objectives: Mapping[str, str] | object | None) -> None:
+    """``parent_selection=front`` needs a run with several objectives: one line, before
+    anything is stored (the run's start checks call this once the task's own objectives
+    are known; the protocol's constructor checks again)."""
+    if params.get("parent_selection") == FRONT and not objectives:
+        raise ConfigError(f"--protocol-param parent_selection=front for protocol {protocol!r} "
+                          f"needs two or more objectives; add --objectives NAME:max,NAME:min "
+                          f"or leave parent_selection out")
 
 
 def pick_index(vectors: Sequence[Vector], uses: Sequence[int], objectives: Objectives) -> int:

@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from basevolve.errors import ConfigError
 from basevolve.objectives import Objectives
 from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts import (
@@ -43,7 +42,7 @@ from basevolve.prompts import (
 )
 from basevolve.prompts.files_reply import parse_files_reply
 from basevolve.protocols.base import Child, Param, Proposal, Protocol
-from basevolve.protocols.front_parents import FRONT, front_choice
+from basevolve.protocols.front_parents import FRONT, check_parent_selection, front_choice
 from basevolve.protocols.islands import Member
 from basevolve.tasks.base import Task
 
@@ -76,10 +75,7 @@ class IslandProtocol(Protocol):
         values = {p.name: p.default for p in self.PARAMS}
         values.update(self.parse_params(params))
         self.params: dict[str, Any] = values
-        if values.get("parent_selection") == FRONT and objectives is None:
-            raise ConfigError(f"--protocol-param parent_selection=front for protocol "
-                              f"{self.name!r} needs two or more objectives; add --objectives "
-                              f"NAME:max,NAME:min or leave parent_selection out")
+        check_parent_selection(self.name, values, objectives)
         self._front_uses: Counter[int | None] = Counter()
         self.rng: np.random.Generator = rng if rng is not None else np.random.default_rng(
             [0, trajectory])
