@@ -81,10 +81,13 @@ def test_pareto_example_runs_on_the_simulator(tmp_path, capsys):
         front = {pid for pid, on in zip(seen, mask, strict=True) if on}
         assert call["parent_id"] in front, (call["seq"], call["parent_id"], front)
         q, t = vec[call["parent_id"]]
+        shown = {"quality": f"quality={q:.6g}", "cpu_ms": f"cpu_ms={t:.6g}"}
+        words = {"quality": "quality (higher is better)", "cpu_ms": "cpu_ms (lower is better)"}
         prompt = json.loads(call["messages_json"])[-1]["content"]
         assert prompt.endswith("is progress.")
-        assert "quality (higher is better), cpu_ms (lower is better)" in prompt
-        assert f"objective vector: quality={q:.6g}, cpu_ms={t:.6g}." in prompt
+        # in the run's own order of the objectives (as stored)
+        assert f"2 objectives: {', '.join(words[n] for n in cfg['objectives'])}." in prompt
+        assert f"objective vector: {', '.join(shown[n] for n in cfg['objectives'])}." in prompt
 
 
 def test_front_parent_selection_without_objectives_is_one_line_and_nothing_stored(
