@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from basevolve.errors import ConfigError
-from basevolve.objectives import parse_objectives, parse_reference_point
+from basevolve.objectives import Objectives, parse_objectives, parse_reference_point
 from basevolve.passenv import check_data, check_env
 
 PULL_MODES = ("call", "generation")
@@ -218,9 +218,10 @@ class RunConfig:
     env: dict[str, str] = field(default_factory=dict)
     env_secret: tuple[str, ...] = ()
     data: str | None = None
-    # several objectives (issue 36; objectives.py): {name: "max"|"min"} in declaration
-    # order (empty = one score), and the reference point of their hypervolume (declared,
-    # or derived from the initial program's vector and stored when the run starts)
+    # several objectives (issue 36; objectives.py): {name: "max"|"min"} (empty = one
+    # score), kept in NAME order (the store sorts a config's keys; a declared reference
+    # point is reordered with them), and the reference point of their hypervolume
+    # (declared, or derived from the initial program's vector and stored at the start)
     objectives: dict[str, str] = field(default_factory=dict)
     reference_point: tuple[float, ...] = ()
     reward_front: str = "trajectory"  # --reward-front (REWARD_FRONTS)
@@ -462,17 +463,20 @@ class RunConfig:
             raise ConfigError(f"--reward-front must be one of {', '.join(REWARD_FRONTS)}, "
                               f"got {str(self.reward_front)[:40]!r}")
         objs = parse_objectives(self.objectives or None, what="--objectives")
-        if objs is None:
-            if self.reference_point:
-                raise ConfigError("--reference-point needs --objectives (two or more)")
-            if self.reward_front != "trajectory":
-                raise ConfigError("--reward-front needs --objectives (two or more)")
-            return
-        object.__setattr__(self, "objectives", objs.as_dict())
-        if self.reference_point:
+        point: tuple[float, ...] = ()
+        if self.reference_point:  # without objectives: the task's (engine/objective_start.py)
             spec = self.reference_point
-            point = parse_reference_point(spec if isinstance(spec, str) else list(spec), objs)
-            object.__setattr__(self, "reference_point", point)
+            items = spec.split(",") if isinstance(spec, str) else list(spec)
+            point = parse_reference_point(items, objs or Objectives(
+                tuple(f"value {i + 1}" for i in range(len(items))), ("min",) * len(items)))
+        if objs is not None:
+            # in name order, the point with them: the store writes its config with sorted
+            # keys, so the order a run reads back (resume, reports) is this one
+            order = sorted(range(len(objs.names)), key=lambda i: objs.names[i])
+            object.__setattr__(self, "objectives",
+                               {objs.names[i]: objs.directions[i] for i in order})
+            point = tuple(point[i] for i in order) if point else ()
+        object.__setattr__(self, "reference_point", point)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -41,6 +41,11 @@ def task_objectives(cfg: RunConfig, task: Any) -> RunConfig:
         return cfg
     declared = getattr(task, "objectives", None)
     if not declared:
+        for given, flag in ((cfg.reference_point, "--reference-point"),
+                            (cfg.reward_front != "trajectory", "--reward-front")):
+            if given:
+                raise ConfigError(f"{flag} needs --objectives (two or more), or a task that "
+                                  f"declares objectives")
         return cfg
     name = getattr(task, "name", "the task")
     objs = parse_objectives(declared, what=f"task {name!r} objectives")
