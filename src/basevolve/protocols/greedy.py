@@ -38,6 +38,12 @@ Acceptance: a child may become the parent only if usable (valid, has code, finit
 and strictly better than the parent; a usable child also replaces an unusable parent
 (e.g. an initial program that failed), whatever the scores.
 
+Several objectives (issue 36, item 3).  When the run declares objectives the parent is not
+the best score but a member of the trajectory's Pareto front (the initial program and every
+usable child offered as told), chosen by :mod:`basevolve.protocols.front_parents` (turns by
+use, ties by crowding distance); the best score is still kept as :attr:`best` for the
+engine.  A cancelled asynchronous ask gives its choice back, so the re-ask is identical.
+
 Asynchronous trajectories (issue 9; engine docstring).  Under BaSE with N = 1 the engine
 builds greedy with ``asynchronous=True``: the trajectory may hold several calls in flight.
 Every ask is then its own generation of one child whose parent is the trajectory's best
