@@ -61,9 +61,9 @@ def test_front_choice_skips_members_without_vector_and_copies():
     assert front_choice(["i0"], vec.get, lambda it: 0, OBJS) is None
 
 
-def _greedy(**kw):
+def _greedy(breadth: int = 1, **kw):
     task = IslandTask()
-    proto = PROTOCOLS.get("greedy")(task=task, breadth=1, objectives=OBJS, **kw)
+    proto = PROTOCOLS.get("greedy")(task=task, breadth=breadth, objectives=OBJS, **kw)
     proto.set_initial(Child(0, task.initial_program, 1.0, True, None,
                             metrics={"a": 1.0, "b": 1.0}))
     return proto
@@ -147,3 +147,15 @@ def test_island_front_parents_through_ask_and_tell(name):
     # by hand: 0 alone, 1 unused, 2 unused (not the best score), then all used once and
     # 3 dominated by 0: the extremes 0 and 1 are loneliest, 0 is first on the island
     assert parents == [0, 1, 2, 0]
+
+
+def test_greedy_generation_of_siblings_shares_one_front_parent():
+    proto = _greedy(breadth=2)
+    a, b = proto.ask(), proto.ask()
+    assert a.parent_id == b.parent_id == 0 and a.messages == b.messages
+    proto.tell(a, kid(1, 3, 3, 3.0))
+    proto.tell(b, kid(2, 0.5, 0.5, 0.1))  # a trade-off too: front {0, 1, 2}
+    c, d = proto.ask(), proto.ask()
+    # 0 was used once; 1 and 2 are unused extremes (0 is in between): 1 joined first
+    assert c.parent_id == d.parent_id == 1 and c.messages == d.messages
+    assert "objective vector: a=3, b=3." in c.messages[-1]["content"]
