@@ -17,6 +17,11 @@ Dominance is moocore's (:func:`basevolve.fronts.nondominated_mask`), the crowdin
 distance :func:`basevolve.fronts.crowding_distances`; nothing here is random, so a
 protocol replayed from the store on resume makes the same choices.
 
+Uses are counted at ask time.  Greedy gives a cancelled asynchronous ask's use back
+(:meth:`ParentFront.release`), so the re-ask is the same proposal; the island protocols
+do not (their random draws are not given back on cancel either), and a resume does not
+cancel: it re-sends the stored proposals of calls that were in flight.
+
 A single-objective run never builds any of this (the protocols keep their own rules).
 """
 
