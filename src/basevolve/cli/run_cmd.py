@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
+from basevolve.cli.objective_flags import OBJECTIVE_FLAGS, add_objective_flags, objective_fields
 from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
 from basevolve.cli.summary_table import summary_table
 from basevolve.config import (
     CHARGE_UNANSWERED,
     FEEDBACK_MODES,
     PULL_MODES,
-    REWARD_FRONTS,
     REWARDS,
     RunConfig,
     budget_fields,
@@ -125,17 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "calls)")
     p.add_argument("--reward", choices=REWARDS, default="best",
                    help="allocator reward: trajectory best after the pull, or the improvement")
-    # several objectives (issue 36; docs/running.md): the reward reads hypervolume
-    p.add_argument("--objectives", metavar="NAME:max|min,...",
-                   help="two or more metrics of the evaluation to search a Pareto front of, "
-                        "e.g. accuracy:max,seconds:min (default: the task's declaration, "
-                        "else one score)")
-    p.add_argument("--reference-point", metavar="V1,V2,...",
-                   help="the hypervolume's reference point, one number per objective "
-                        "(default: derived from the initial program and stored)")
-    p.add_argument("--reward-front", choices=REWARD_FRONTS, default="trajectory",
-                   help="with --objectives: the reward reads the pull's trajectory's front "
-                        "or the run's front (default: %(default)s)")
+    add_objective_flags(p)  # several objectives (issue 36)
     p.add_argument("--count-failed-attempts", action="store_true",
                    help="every LLM attempt, failed or not, costs one unit of the budget")
     p.add_argument("--charge-unanswered", choices=CHARGE_UNANSWERED, default="worst",
@@ -211,8 +201,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         request_timeout=args.request_timeout, call_timeout=args.call_timeout,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
-        objectives=args.objectives or {}, reference_point=args.reference_point or (),
-        reward_front=args.reward_front,
+        **objective_fields(args),
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=task_params,
@@ -269,7 +258,7 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "budget_usd",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
                 "feedback", "deterministic", "window", "program", "evaluator", "config",
-                "env", "env_secret", "data", "objectives", "reference_point", "reward_front")
+                "env", "env_secret", "data", *OBJECTIVE_FLAGS)
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:
