@@ -86,6 +86,8 @@ def test_greedy_parent_is_a_front_member_not_the_best_score():
     assert proto.best.program_id == 3  # the scalar best is still kept for the engine
     assert "a (higher is better), b (lower is better)" in texts[1]
     assert "objective vector: a=3, b=3." in texts[1]
+    # the best's trend is not told about another parent: c2 is not "unchanged for 1 generation"
+    assert "Improve the fitness score" in texts[2] and "unchanged" not in texts[2]
     assert proto.state_summary()["front_size"] == 3
 
 

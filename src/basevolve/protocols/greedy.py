@@ -343,10 +343,10 @@ class GreedyProtocol(Protocol):
             current_program=parent.code or "",
             fitness_score=parent.score,
             language=language,
-            improvement_areas=format_improvement_areas(
-                parent.score,
-                self._prev_score if self._stagnant == 0 else None,
-                self._stagnant,
+            improvement_areas=format_improvement_areas(  # the trend is the best's: a
+                parent.score,  # front parent other than the best (issue 36) gets none
+                self._prev_score if self._stagnant == 0 and parent is self.best else None,
+                self._stagnant if parent is self.best else 0,
                 parent.usable,
             ),
             artifacts=self.feedback_section(parent) if self.feedback != "none"
