@@ -30,3 +30,9 @@ def test_added_to_the_last_user_message_only_with_objectives():
     assert "accuracy=1, seconds=2." in out[1]["content"]
     assert MESSAGES[1]["content"] == "improve it"  # the caller's list is untouched
     assert add_objectives(MESSAGES, None, (1.0, 2.0)) == MESSAGES
+
+
+def test_a_conversation_that_holds_the_section_is_left_alone():
+    once = add_objectives(MESSAGES, OBJS, (1.0, 2.0))
+    retry = [*once, {"role": "assistant", "content": "x"}, {"role": "user", "content": "again"}]
+    assert add_objectives(retry, OBJS, (1.0, 2.0)) == retry

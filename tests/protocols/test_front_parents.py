@@ -161,3 +161,28 @@ def test_greedy_generation_of_siblings_shares_one_front_parent():
     # 0 was used once; 1 and 2 are unused extremes (0 is in between): 1 joined first
     assert c.parent_id == d.parent_id == 1 and c.messages == d.messages
     assert "objective vector: a=3, b=3." in c.messages[-1]["content"]
+
+
+def _count_sections(messages) -> int:
+    return sum(m["content"].count("## Objectives\nThis task has 2 objectives") for m in messages)
+
+
+def test_fix_calls_name_the_objectives_once():
+    task = IslandTask()
+    initial = Child(1, task.initial_program, 0.5, True, None, metrics={"a": 1.0, "b": 1.0})
+    shinka = PROTOCOLS.get("shinkaevolve")(task=task, objectives=OBJS, novelty="off",
+                                           max_patch_attempts=2)
+    shinka.set_initial(initial)
+    p = shinka.ask()
+    shinka.observe_reply(p, "I cannot do it")
+    shinka.tell(p, Child(2, None, 0.0, False, "no program"))
+    fix = shinka.ask()  # the same conversation continued: the section is already in it
+    assert fix.purpose == "fix" and _count_sections(p.messages) == 1
+    assert _count_sections(fix.messages) == 1
+    ada = PROTOCOLS.get("adaevolve")(task=task, objectives=OBJS, paradigm=False)
+    ada.set_initial(initial)
+    q = ada.ask()
+    ada.tell(q, Child(2, None, 0.0, False, "no program"))
+    retry = ada.ask()  # AdaEvolve writes a fresh prompt for its retry
+    assert retry.purpose == "fix" and _count_sections(retry.messages) == 1
+    assert "objective vector: a=1, b=1." in retry.messages[-1]["content"]

@@ -6,7 +6,8 @@ Why a section appended to the protocol's own prompt rather than new templates: e
 protocol (greedy's verbatim OpenEvolve template, the island protocols' own ones) keeps
 its prompt exactly, and a single-objective run never calls this module, so its prompts
 stay byte for byte what they were (issue 36, item 1).  The section is added once, by
-:meth:`basevolve.protocols.base.Protocol.ask`, to every fresh mutation call.
+:meth:`basevolve.protocols.base.Protocol.ask`, to every code call (purpose ``mutation`` or
+``fix``) whose messages do not hold it yet.
 
 Everything shown is trusted data: objective names passed :func:`basevolve.objectives.
 parse_objectives`'s name rule, and the vector comes from the trusted scorer's metrics.
@@ -42,9 +43,14 @@ def objectives_section(objectives: Objectives, vector: Sequence[float] | None) -
 def add_objectives(messages: list[dict[str, str]], objectives: Objectives | None,
                    vector: Sequence[float] | None) -> list[dict[str, str]]:
     """``messages`` with the objectives section appended to the last user message (fresh
-    dicts); an unchanged copy when ``objectives`` is None (a single-objective run)."""
+    dicts); an unchanged copy when ``objectives`` is None (a single-objective run) or when
+    a message already holds the section (a retry that continues the conversation of a
+    prompt that had it: ShinkaEvolve's patch retries)."""
     out = [dict(m) for m in messages]
     if objectives is None:
+        return out
+    opening = f"{HEADER}\nThis task has {len(objectives.names)} objectives: "
+    if any(opening in str(m.get("content", "")) for m in out):
         return out
     section = objectives_section(objectives, vector)
     for m in reversed(out):  # as prompts/feedback.py appends; not imported from there,

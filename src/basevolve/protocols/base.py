@@ -274,7 +274,7 @@ class Protocol(ABC):
             )
         self._started = True
         proposal = self._ask()
-        if self.objectives is not None and proposal.purpose == "mutation":  # issue 36
+        if self.objectives is not None and proposal.purpose in ("mutation", "fix"):  # #36
             proposal = replace(proposal, messages=self.vectors.prompt(proposal.messages,
                                                                       proposal.parent_id))
         if proposal.key in self._outstanding:
