@@ -14,6 +14,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import moocore
+import numpy as np
 import pytest
 
 from basevolve.cli import main
@@ -64,6 +66,14 @@ def _run(url: str, store: Path, task: Path | str, *extra: str, run_id: str = "mo
 
 def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def rows_of(store: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(store)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
 
 
 def _config(store: Path, run_id: str) -> dict:
@@ -128,6 +138,20 @@ def test_cli_objectives_stored_with_the_derived_reference_point(tmp_path, capsys
     n_initial = con.execute("SELECT count(*) FROM programs WHERE is_initial=1").fetchone()[0]
     con.close()
     assert n_initial == 1  # the start check's evaluation is the stored one, not a second
+    # the summary's front: every stored program's (a, b), the front and its hypervolume
+    # recomputed here with moocore
+    con = sqlite3.connect(store)
+    vecs = {pid: (m["a"], m["b"]) for pid, mj in con.execute(
+        "SELECT program_id, metrics_json FROM programs WHERE valid=1")
+        for m in [json.loads(mj)]}
+    con.close()
+    pts = np.asarray(list(vecs.values()))
+    keep = moocore.is_nondominated(pts, maximise=[True, False], keep_weakly=True)
+    front = summary["front"]
+    assert sorted(tuple(m["vector"]) for m in front["members"]) == sorted(
+        {tuple(p) for p in pts[keep].tolist()}) and front["size"] >= 2
+    assert front["hypervolume"] == pytest.approx(float(moocore.hypervolume(
+        pts, ref=np.asarray([0.0, 4.0]), maximise=[True, False])))
 
 
 def test_task_file_declares_objectives_and_reference_point(tmp_path, capsys):
@@ -167,3 +191,5 @@ def test_single_objective_config_has_no_objective_keys(tmp_path):
         assert _run(srv.base_url, store, task) == 0
     cfg = _config(store, "mo")
     assert not {"objectives", "reference_point", "reward_front"} & set(cfg)
+    summary = json.loads(rows_of(store, "SELECT summary_json FROM run_summary")[0][0])
+    assert "front" not in summary

@@ -138,3 +138,18 @@ arms = 2
     cfg = _stored(store)
     assert cfg["objectives"] == {"a": "max", "b": "min"} and cfg["reference_point"] == [0.0, 5.0]
     assert rows(store, "SELECT sum(counted) n FROM calls")[0]["n"] == 4
+
+
+def test_openevolve_initial_program_that_cannot_be_evaluated(tmp_path, capsys):
+    """The directory's own stop (issue 31, item 9) comes first, and nothing is stored."""
+    d = _directory(tmp_path, "")
+    (d / "initial_program.py").write_text("raise RuntimeError('broken start')\n\n\n"
+                                          "def search(f, lo, hi):\n    return lo\n")
+    store = tmp_path / "s.sqlite"
+    with LLMTestServer(["x"]) as srv:
+        assert _oe_run(d, srv.base_url, store, "--objectives",
+                       "combined_score:max,solved:max") != 0
+        assert srv.n_requests == 0
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "could not be evaluated, so no LLM call was made" in err and "broken start" in err
+    assert not store.exists()

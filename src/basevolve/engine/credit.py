@@ -22,6 +22,10 @@ The pull's reward is then the sum of the gains credited to it, so over a traject
 rewards add up to the best's whole rise.  ``--reward best`` (the paper's Algorithm 2:
 the trajectory's best after the pull) is unchanged: a pull is told as soon as its last
 child is.  The credit is rebuilt on resume by the same calls (``engine/replay.py``).
+
+With several objectives (issue 36) a gain is the hypervolume a told child adds to its
+trajectory's (or the run's) Pareto front, credited to that child's own pull, and
+``best`` is the front's hypervolume: :mod:`basevolve.engine.front_credit`.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ reference point, so a resume uses the same one.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -112,6 +113,29 @@ class FrontCredit:
         return self.run_front if trajectory is None else self.fronts[trajectory]
 
 
+def front_summary(cfg: Any, programs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run summary's ``front`` (several objectives only; ``{}`` otherwise): the run's
+    Pareto front rebuilt from its stored ``programs`` rows (initial first, then in the
+    order they were told), its hypervolume in the objectives' own units, and its members'
+    program ids and vectors."""
+    credit = front_credit_for(cfg, 1)
+    if credit is None or not programs:
+        return {}
+    rows = sorted(programs, key=lambda r: (not r["is_initial"], r["seq"] or 0))
+
+    def metrics(r: Mapping[str, Any]) -> Any:
+        return json.loads(r["metrics_json"]) if r["metrics_json"] else None
+
+    credit.set_initial(rows[0]["program_id"], bool(rows[0]["valid"]), metrics(rows[0]))
+    for r in rows[1:]:
+        credit.tell(0, r["program_id"], bool(r["valid"]), metrics(r))
+    front = credit.front(None)
+    return {"front": {
+        "objectives": credit.objectives.as_dict(), "reference_point": list(credit.reference),
+        "hypervolume": front.hypervolume, "size": len(front),
+        "members": [{"program_id": k, "vector": list(v)} for k, v in front.members()]}}
+
+
 def front_credit_for(cfg: Any, arms: int) -> FrontCredit | None:
     """The run's :class:`FrontCredit`, or None for a single-objective run."""
     objectives = objectives_from_stored(getattr(cfg, "objectives", None))
@@ -121,4 +145,4 @@ def front_credit_for(cfg: Any, arms: int) -> FrontCredit | None:
                        getattr(cfg, "reward_front", "trajectory"))
 
 
-__all__ = ["FrontCredit", "front_credit_for", "reward_scale"]
+__all__ = ["FrontCredit", "front_credit_for", "front_summary", "reward_scale"]

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from basevolve.config import RunConfig
-from basevolve.errors import ConfigError
+from basevolve.errors import ConfigError, TaskError
 from basevolve.objectives import Objectives, derive_reference_point, parse_objectives
 from basevolve.protocols.front_parents import check_parent_selection
 from basevolve.records import Evaluation
@@ -110,6 +110,8 @@ async def objectives_at_start(cfg: RunConfig, evaluator: Any, task: Any
     if objs is None:
         return cfg, None
     ev = await evaluator.evaluate(task.initial_program)
+    if (stop := task.start_failure(ev)) is not None:
+        raise TaskError(stop)  # as the engine would (issue 31, item 9), before storing
     initial = check_initial(objs, ev)
     if cfg.reference_point:
         check_reference(objs, initial, tuple(cfg.reference_point))
