@@ -51,6 +51,7 @@ from basevolve.llm.flops import NoUsagePolicy, attempt_flops, attempt_tokens
 from basevolve.llm.usage import TOKENS_PER_MESSAGE as TOKENS_PER_MESSAGE
 from basevolve.llm.usage import TOKENS_PER_PROMPT as TOKENS_PER_PROMPT
 from basevolve.llm.usage import prompt_bound as static_prompt_bound
+from basevolve.objectives import objectives_from_stored
 from basevolve.records import IMPOSSIBLE_USAGE, Completion
 
 #: Budget kinds: ``calls`` is the paper's C; the others are ``--budget-flops/-tokens/-usd``.
@@ -369,6 +370,7 @@ def plan_cost_budget(cfg: Any, task: Any, active_params: float, max_tokens: int,
     proto = PROTOCOLS.get(cfg.protocol)(task=task, breadth=cfg.breadth, trajectory=0,
                                         rng=np.random.default_rng([cfg.seed, 0]),
                                         asynchronous=cfg.arms > 1, feedback=cfg.feedback,
+                                        objectives=objectives_from_stored(cfg.objectives),
                                         **cfg.protocol_params)
     proto.set_initial(Child(None, task.initial_program, 0.0, True))
     ledger = CostLedger(cfg.budget_kind, cfg.budget_limit, active_params, max_tokens,

@@ -91,6 +91,7 @@ from basevolve.errors import BudgetError, LLMError, TaskError
 from basevolve.llm.flops import call_flops
 from basevolve.llm.sending import UnsentCalls
 from basevolve.llm.settings import LLMSettings
+from basevolve.objectives import objectives_from_stored
 from basevolve.prompts import ParsedProgram
 from basevolve.protocols import PROTOCOLS, Proposal
 from basevolve.records import Completion, Evaluation, Trust
@@ -126,6 +127,7 @@ class Engine(Decisions, Telling):
         self.protocols = [proto_cls(task=task, breadth=config.breadth, trajectory=i,
                                     rng=np.random.default_rng([config.seed, i]),
                                     asynchronous=asynchronous, feedback=config.feedback,
+                                    objectives=objectives_from_stored(config.objectives),
                                     **config.protocol_params)
                           for i in range(self.K)]
         self.allocator = ALLOCATORS.get(config.allocator)(

@@ -30,6 +30,7 @@ from typing import Any
 from basevolve.config import RunConfig
 from basevolve.errors import ConfigError, TaskError
 from basevolve.objectives import Objectives, derive_reference_point, parse_objectives
+from basevolve.protocols.front_parents import check_parent_selection
 from basevolve.records import Evaluation
 
 
@@ -123,6 +124,7 @@ async def checked_async(cfg: RunConfig, task: Any, make_evaluator: Callable[[Run
     """The task's objectives applied and checked (:func:`objectives_at_start`) with an
     evaluator of its own, closed here; a single-objective run builds none."""
     cfg = task_objectives(cfg, task)
+    check_parent_selection(cfg.protocol, cfg.protocol_params, cfg.objectives)  # issue 36
     if not cfg.objectives:
         return cfg, None
     evaluator = make_evaluator(cfg)
@@ -136,6 +138,7 @@ def checked(cfg: RunConfig, task: Any, make_evaluator: Callable[[RunConfig], Any
             ) -> tuple[RunConfig, Evaluation | None]:
     """:func:`checked_async` for a caller without a running loop (``start_run``)."""
     cfg = task_objectives(cfg, task)
+    check_parent_selection(cfg.protocol, cfg.protocol_params, cfg.objectives)  # issue 36
     if not cfg.objectives:
         return cfg, None
     return asyncio.run(checked_async(cfg, task, make_evaluator))

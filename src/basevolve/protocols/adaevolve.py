@@ -79,6 +79,7 @@ from basevolve.protocols.adaevolve_signals import (
     knn_novelty,
 )
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
+from basevolve.protocols.front_parents import PARENT_SELECTION
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
 from basevolve.protocols.novelty import VectorTable, ngram_vector
@@ -140,6 +141,7 @@ class AdaEvolveProtocol(IslandProtocol):
               "[max_error_retries]", low=0, high=20),
         Param("mode", str, "diff", "SEARCH/REPLACE edits (a full program accepted too) or a "
               "full rewrite [diff_based_generation]", choices=("diff", "full")),
+        PARENT_SELECTION,
     )
 
     @classmethod
@@ -269,6 +271,8 @@ class AdaEvolveProtocol(IslandProtocol):
     def sample_parent(self, island: int) -> tuple[Member, str]:
         """(parent, mode) drawn by the island's intensity (module docstring, step 2)."""
         members = self.pop.on_island(island)
+        if (front := self.front_parent(members)) is not None:  # issue 36
+            return front, "front"
         intensity = self.signals[island].intensity
         u = float(self.rng.random())
         if u < intensity:

@@ -23,18 +23,20 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from basevolve.config import check_feedback
 from basevolve.errors import BasevolveError, ConfigError
+from basevolve.objectives import Objectives
 from basevolve.params import Param, parse_params
 from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts.feedback import render_feedback
 from basevolve.prompts.files_reply import parse_files_reply
 from basevolve.prompts.parse import ParsedProgram, extract_program
+from basevolve.protocols.vectors import ObjectiveVectors
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
 
@@ -148,6 +150,7 @@ class Protocol(ABC):
         rng: np.random.Generator | None = None,
         asynchronous: bool = False,
         feedback: str = "none",
+        objectives: Objectives | None = None,
     ) -> None:
         """``rng``: the only source of randomness a protocol may use (seeded by the engine
         per trajectory); deterministic protocols such as greedy ignore it.
@@ -160,6 +163,7 @@ class Protocol(ABC):
         ``feedback``: the run's ``--feedback`` (issue 21, part 3).  ``"artifacts"`` puts a
         parent's evaluator feedback (:meth:`feedback_section`) into the prompts built from
         it; ``"none"`` leaves every prompt as the paper prints it.
+        ``objectives``: a run's several objectives (issue 36; :mod:`.vectors`), else None.
         """
         self.feedback = check_feedback(feedback)
         if not isinstance(breadth, int) or isinstance(breadth, bool) or breadth < 1:
@@ -175,6 +179,7 @@ class Protocol(ABC):
         self._archive: list[Told] = []
         self._n_asked = 0
         self._started = False
+        self.objectives, self.vectors = objectives, ObjectiveVectors(objectives)
 
     # -- public API -------------------------------------------------------------------
     @property
@@ -246,6 +251,7 @@ class Protocol(ABC):
                 child.program_id, self.task.initial_program, child.score, child.valid, child.error
             )
         self._initial = self._best = child
+        self.vectors.note(child)
 
     @property
     def queued_followups(self) -> int:
@@ -268,6 +274,9 @@ class Protocol(ABC):
             )
         self._started = True
         proposal = self._ask()
+        if self.objectives is not None and proposal.purpose in ("mutation", "fix"):  # #36
+            proposal = replace(proposal, messages=self.vectors.prompt(proposal.messages,
+                                                                      proposal.parent_id))
         if proposal.key in self._outstanding:
             raise ProtocolStateError(f"{self.name} produced a duplicate proposal {proposal.key}")
         self._outstanding[proposal.key] = proposal
@@ -284,6 +293,7 @@ class Protocol(ABC):
             child = Child(child.program_id, None, 0.0, False, child.error or "no program")
         del self._outstanding[proposal.key]
         self._archive.append(Told(proposal, child))
+        self.vectors.note(child)
         self._tell(proposal, child)
 
     def tell_text(self, proposal: Proposal, text: str) -> None:

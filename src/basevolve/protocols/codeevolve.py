@@ -64,6 +64,7 @@ from basevolve.prompts.exact_diff import apply_exact_search_replace
 from basevolve.prompts.feedback import append_section
 from basevolve.prompts.parse import ParsedProgram, strip_think
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
+from basevolve.protocols.front_parents import PARENT_SELECTION
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
 
@@ -95,6 +96,7 @@ class CodeEvolveProtocol(IslandProtocol):
         Param("meta_prompting", bool, True, "evolve the system prompt (counted calls)"),
         Param("max_mem", str, "2048 MB", "memory limit shown in the budget block (the "
               "sandbox default)"),
+        PARENT_SELECTION,
     )
 
     def __init__(self, **kwargs: Any) -> None:
@@ -146,7 +148,7 @@ class CodeEvolveProtocol(IslandProtocol):
             job = {"island": island, "kind": "explore", "parent": parent.uid, "insp": insp,
                    "depth": 0, "prompt": base, "explore": True}
         else:
-            parent = self._roulette(alive)
+            parent = self.front_parent(alive) or self._roulette(alive)  # front: issue 36
             others = [m for m in alive if m.uid != parent.uid] if self._inspiring(island) else []
             insp = [self._roulette(others).uid for _ in range(p["num_inspirations"])] if others else []
             prompt = parent.meta.get("prompt")

@@ -38,6 +38,12 @@ Acceptance: a child may become the parent only if usable (valid, has code, finit
 and strictly better than the parent; a usable child also replaces an unusable parent
 (e.g. an initial program that failed), whatever the scores.
 
+Several objectives (issue 36, item 3).  When the run declares objectives the parent is not
+the best score but a member of the trajectory's Pareto front (the initial program and every
+usable child offered as told), chosen by :mod:`basevolve.protocols.front_parents` (turns by
+use, ties by crowding distance); the best score is still kept as :attr:`best` for the
+engine.  A cancelled asynchronous ask gives its choice back, so the re-ask is identical.
+
 Asynchronous trajectories (issue 9; engine docstring).  Under BaSE with N = 1 the engine
 builds greedy with ``asynchronous=True``: the trajectory may hold several calls in flight.
 Every ask is then its own generation of one child whose parent is the trajectory's best
@@ -60,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from basevolve.errors import ConfigError
+from basevolve.objectives import Objectives
 from basevolve.prompts import ParsedProgram
 from basevolve.prompts.feedback import append_section
 from basevolve.prompts.formats import parse_diff_reply
@@ -73,6 +80,7 @@ from basevolve.prompts.openevolve import (
     format_improvement_areas,
 )
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal, Protocol
+from basevolve.protocols.front_parents import ParentFront
 from basevolve.tasks.base import Task
 
 SEARCH_LINE = "<<<<<<< SEARCH"  # a reply with none is a full rewrite in mode=diff
@@ -152,9 +160,11 @@ class GreedyProtocol(Protocol):
         asynchronous: bool = False,
         feedback: str = "none",
         mode: str = "full",
+        objectives: Objectives | None = None,
     ) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
-                         asynchronous=asynchronous and breadth == 1, feedback=feedback)
+                         asynchronous=asynchronous and breadth == 1, feedback=feedback,
+                         objectives=objectives)
         self.history = history or HistoryOptions()
         # a text task writes its own prompt: its edits are never diffs
         self.diff = mode == "diff" and getattr(task, "artifact", "program") == "program"
@@ -167,6 +177,10 @@ class GreedyProtocol(Protocol):
         self._prev_score: float | None = None  # parent score before the last acceptance
         self._stagnant = 0
         self._accepted: list[int] = []  # generations whose best child was accepted
+        # several objectives (issue 36): the parent is a front member, not the best
+        self._front: ParentFront[Child] | None = (
+            ParentFront(objectives) if objectives is not None else None)
+        self._chosen: dict[tuple[int, int], tuple[int, int]] = {}  # proposal -> front key
 
     @property
     def generation(self) -> int:
@@ -185,16 +199,35 @@ class GreedyProtocol(Protocol):
         sibling is told (issue 23, item 2: its pull earns that gain)."""
         return self.asynchronous or proposal.generation < self._gen
 
+    def set_initial(self, child: Child) -> None:
+        super().set_initial(child)
+        if self._front is not None:  # the initial program is the first front member
+            self._front = ParentFront(self._front.objectives)
+            self._offer((0, 0), self.initial)
+
+    def _offer(self, key: tuple[int, int], child: Child) -> None:
+        if self._front is not None and child.usable:
+            self._front.offer(key, self.vectors.get(child.program_id), child)
+
+    def _parent_now(self, key: tuple[int, int]) -> Child:
+        """The trajectory's best, or with several objectives the front member chosen by
+        :mod:`basevolve.protocols.front_parents` (the best while the front is empty)."""
+        chosen = self._front.choose() if self._front is not None else None
+        if chosen is None:
+            return self.best
+        self._chosen[key] = chosen[0]  # type: ignore[assignment]
+        return chosen[1]
+
     def _ask(self) -> Proposal:
         if self.asynchronous:  # one-child generation from the best as of now
-            parent, self._gen = self.best, self._gen + 1
+            parent, self._gen = self._parent_now((self._gen, 0)), self._gen + 1
             return Proposal(
                 parent_id=parent.program_id, parent_code=parent.code or "",
                 generation=self._gen - 1, slot=0, messages=self._build_messages(parent),
                 trajectory=self.trajectory, meta=self._meta(),
             )  # fmt: skip
         if self._parent is None:
-            self._parent = self.best
+            self._parent = self._parent_now((self._gen, 0))
             self._messages = self._build_messages(self._parent)
         assert self._messages is not None
         slot = self._free.pop(0)
@@ -219,11 +252,15 @@ class GreedyProtocol(Protocol):
         return super().parse_reply(proposal, reply_text)
 
     def _cancel(self, proposal: Proposal) -> None:
+        if self.asynchronous and self._front is not None and proposal.key in self._chosen:
+            self._front.release(self._chosen.pop(proposal.key))  # the re-ask chooses it again
         if not self.asynchronous:  # an asynchronous ask holds no slot
             self._free.append(proposal.slot)
             self._free.sort()
 
     def _tell(self, proposal: Proposal, child: Child) -> None:
+        self._chosen.pop(proposal.key, None)
+        self._offer(proposal.key, child)
         if child.code is not None:
             self._programs.append(
                 _Archived(child, proposal.generation, proposal.slot, program_key(child.code))
@@ -248,7 +285,7 @@ class GreedyProtocol(Protocol):
         self._stagnant = 0 if accepted else self._stagnant + 1
 
     def _close_generation(self) -> None:
-        assert self._parent is not None and self._parent is self.best
+        assert self._parent is not None and (self._front is not None or self._parent is self.best)
         usable = [(slot, c) for slot, c in sorted(self._children.items()) if c.usable]
         ranked = sorted(usable, key=lambda sc: (-sc[1].score, sc[0]))
         self._accept([c for _, c in ranked[:1]], self._gen)
@@ -264,6 +301,7 @@ class GreedyProtocol(Protocol):
             "children_told_this_generation": len(self._children),
             "accepted_generations": list(self._accepted),
             "stagnant_generations": self._stagnant,
+            **({"front_size": len(self._front)} if self._front is not None else {}),
         }
 
     # -- prompt -----------------------------------------------------------------------
@@ -305,10 +343,10 @@ class GreedyProtocol(Protocol):
             current_program=parent.code or "",
             fitness_score=parent.score,
             language=language,
-            improvement_areas=format_improvement_areas(
-                parent.score,
-                self._prev_score if self._stagnant == 0 else None,
-                self._stagnant,
+            improvement_areas=format_improvement_areas(  # the trend is the best's: a
+                parent.score,  # front parent other than the best (issue 36) gets none
+                self._prev_score if self._stagnant == 0 and parent is self.best else None,
+                self._stagnant if parent is self.best else 0,
                 parent.usable,
             ),
             artifacts=self.feedback_section(parent) if self.feedback != "none"

@@ -25,13 +25,14 @@ ask/tell sequence rebuilds the same population on resume.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from basevolve.objectives import Objectives
 from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.prompts import (
     ParsedProgram,
@@ -41,6 +42,8 @@ from basevolve.prompts import (
 )
 from basevolve.prompts.files_reply import parse_files_reply
 from basevolve.protocols.base import Child, Param, Proposal, Protocol
+from basevolve.protocols.front_parents import FRONT, check_parent_selection, front_choice
+from basevolve.protocols.islands import Member
 from basevolve.tasks.base import Task
 
 FORMATS = ("full", "diff", "tagged_code", "tagged_diff")
@@ -65,12 +68,15 @@ class IslandProtocol(Protocol):
 
     def __init__(self, *, task: Task, breadth: int = 1, trajectory: int = 0,
                  rng: np.random.Generator | None = None, asynchronous: bool = True,
-                 feedback: str = "none", **params: Any) -> None:
+                 feedback: str = "none", objectives: Objectives | None = None,
+                 **params: Any) -> None:
         super().__init__(task=task, breadth=breadth, trajectory=trajectory, rng=rng,
-                         asynchronous=True, feedback=feedback)
+                         asynchronous=True, feedback=feedback, objectives=objectives)
         values = {p.name: p.default for p in self.PARAMS}
         values.update(self.parse_params(params))
         self.params: dict[str, Any] = values
+        check_parent_selection(self.name, values, objectives)
+        self._front_uses: Counter[int | None] = Counter()
         self.rng: np.random.Generator = rng if rng is not None else np.random.default_rng(
             [0, trajectory])
         self._asks = 0
@@ -133,6 +139,19 @@ class IslandProtocol(Protocol):
     def follow_up(self, call: Call) -> None:
         call.ctx["followup"] = True
         self._followups.append(call)
+
+    def front_parent(self, members: list[Member]) -> Member | None:
+        """With ``--protocol-param parent_selection=front`` (issue 36, item 3): a member
+        of the Pareto front of ``members`` (an island), the least-used first and the
+        loneliest among those (:mod:`basevolve.protocols.front_parents`); None otherwise,
+        or when no member has an objective vector, and the protocol keeps its own rule."""
+        if self.objectives is None or self.params.get("parent_selection") != FRONT:
+            return None
+        m = front_choice(members, lambda m: self.vectors.get(m.program_id),
+                         lambda m: self._front_uses[m.program_id], self.objectives)
+        if m is not None:
+            self._front_uses[m.program_id] += 1
+        return m
 
     # ------------------------------------------------------------------ parsing
     def observe_reply(self, proposal: Proposal, reply_text: str) -> None:

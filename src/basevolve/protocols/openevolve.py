@@ -61,6 +61,7 @@ from basevolve.prompts.openevolve import (
     format_previous_attempts,
 )
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
+from basevolve.protocols.front_parents import PARENT_SELECTION
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
 from basevolve.protocols.map_elites import FeatureSpace
@@ -102,6 +103,7 @@ class OpenEvolveProtocol(IslandProtocol):
               choices=("full", "diff")),
         Param("suggest_simplification_after_chars", int, 500, "focus-area hint threshold",
               low=0, high=1_000_000),
+        PARENT_SELECTION,
     )
 
     @classmethod
@@ -220,6 +222,8 @@ class OpenEvolveProtocol(IslandProtocol):
         members = pop.on_island(island)
         if not members:
             members, island = pop.on_island(0), 0
+        if (front := self.front_parent(members)) is not None:  # issue 36
+            return front
         u = float(self.rng.random())
         if u < p["exploration_ratio"]:
             return pop.choice(members)

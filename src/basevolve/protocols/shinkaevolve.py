@@ -76,6 +76,7 @@ from basevolve.prompts.shinka import (
     task_prompt,
 )
 from basevolve.protocols.base import PROTOCOLS, Child, Param, Proposal
+from basevolve.protocols.front_parents import FRONT
 from basevolve.protocols.island_base import Call, IslandProtocol
 from basevolve.protocols.islands import IslandPopulation, Member
 from basevolve.protocols.novelty import VectorTable
@@ -83,7 +84,7 @@ from basevolve.protocols.novelty import VectorTable
 NOVELTY_PREFIX = "novelty: "
 #: the reason of a code reply held for the judge (not evaluated; issue 23, item 5)
 JUDGE_PREFIX = "novelty judge: "
-STRATEGIES = ("weighted", "power_law", "hill_climbing", "beam_search")
+STRATEGIES = ("weighted", "power_law", "hill_climbing", "beam_search", FRONT)
 
 
 class ShinkaEvolveProtocol(IslandProtocol):
@@ -171,6 +172,8 @@ class ShinkaEvolveProtocol(IslandProtocol):
         correct = [m for m in pop.on_island(island) if m.valid]
         arch = [m for m in pop.archive_members(island) if m.valid]
         strategy = p["parent_selection"]
+        if strategy == FRONT and (front := self.front_parent(correct)) is not None:
+            return front  # issue 36; no member with a vector yet: the power law below
         if strategy == "beam_search":
             best = pop.best()
             if self.beam is None or self.beam not in pop.members or \
