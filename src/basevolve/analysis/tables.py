@@ -54,6 +54,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from basevolve.analysis.front_input import load_fronts
+from basevolve.analysis.table_files import read_table
 from basevolve.errors import ConfigError
 
 STRING_COLUMNS: tuple[str, ...] = ("task", "model", "protocol", "allocator")
@@ -98,6 +100,9 @@ class Tables:
     budget_axis: str = "calls"
     #: rows of the analysed runs that used several models (None: no such run; issue 25)
     per_model: pd.DataFrame | None = None
+    #: objective vectors of the analysed multi-objective runs (None: every run has one
+    #: score; issue 36): :mod:`basevolve.analysis.front_input`
+    fronts: pd.DataFrame | None = None
 
 
 def on_budget_axis(runs: pd.DataFrame, axis: str) -> tuple[pd.DataFrame, str]:
@@ -266,26 +271,6 @@ def validate_children(df: pd.DataFrame) -> pd.DataFrame:
     return _validate_long(df, CHILDREN_COLUMNS, "children table", floats=("fitness",))
 
 
-def read_table(path: str | Path, what: str) -> pd.DataFrame:
-    """Read a CSV or Parquet file (by extension) with clear errors."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{what}: file {str(p)!r} does not exist; fix: check the path")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        if suffix in (".csv", ".txt", ".tsv"):
-            return pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",")
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise ConfigError(
-            f"{what}: cannot read {str(p)!r} ({exc}); fix: give a valid CSV/Parquet file"
-        ) from None
-    raise ConfigError(
-        f"{what}: unknown file type {suffix!r} for {str(p)!r}; fix: use .csv or .parquet"
-    )
-
-
 def _from_store(store: str | Path) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
     if not Path(store).is_file():
         raise ConfigError(f"store {str(store)!r} does not exist; fix: check the --store path")
@@ -339,6 +324,7 @@ def load_tables(
     children: str | Path | pd.DataFrame | None = None,
     budget_axis: str = "calls",
     per_model: str | Path | pd.DataFrame | None = None,
+    fronts: str | Path | pd.DataFrame | None = None,
 ) -> Tables:
     """Load and validate the analysis inputs from files, DataFrames or a store.
 
@@ -346,7 +332,9 @@ def load_tables(
     trajectory/children tables are treated as absent.  Only runs whose budget is of kind
     ``budget_axis`` are analysed (:func:`on_budget_axis`; the others are named on stderr).
     ``per_model`` (else a store's per-model breakdown) is kept for the analysed runs that
-    used several models (:mod:`basevolve.analysis.per_model`).
+    used several models (:mod:`basevolve.analysis.per_model`).  ``fronts`` (else a
+    store's) holds the objective vectors of the analysed multi-objective runs
+    (:mod:`basevolve.analysis.front_input`, issue 36).
     """
     if (input is None) == (store is None):
         raise ConfigError("give exactly one of --input RUNS (CSV/Parquet) or --store FILE")
@@ -374,7 +362,8 @@ def load_tables(
     from basevolve.analysis.per_model import load_per_model  # runs with several models
 
     return Tables(runs=runs_v, trajectories=traj_v, children=kids_v, budget_axis=budget_axis,
-                  per_model=load_per_model(per_model, store, runs_v["run_id"]))
+                  per_model=load_per_model(per_model, store, runs_v["run_id"]),
+                  fronts=load_fronts(fronts, store, runs_v["run_id"]))
 
 
 __all__ = [

@@ -23,7 +23,12 @@ from typing import Any
 
 import pandas as pd
 
-from basevolve.store.run_fronts import front_hypervolume, points, run_objectives
+from basevolve.store.run_fronts import (
+    front_hypervolume,
+    points,
+    run_objectives,
+    step_programs,
+)
 from basevolve.store.sqlite import RunStore
 
 FOLDER = "fronts"
@@ -82,4 +87,35 @@ def export_fronts(store_path: str | Path, out_dir: Path, run_id: str | None = No
     return paths
 
 
-__all__ = ["FOLDER", "export_fronts", "file_stem", "front_document"]
+
+
+#: the tidy fronts table (``analyze``'s input, :mod:`basevolve.analysis.front_input`)
+FRONTS_COLUMNS = ["run_id", "step", "program_id", "k", "objective", "direction", "reference",
+                  "value"]
+
+
+def fronts_table(store_path: str | Path) -> pd.DataFrame:
+    """One row per (program with a vector, objective) of every multi-objective run:
+    :data:`FRONTS_COLUMNS`.  ``step`` is 0 for the initial program, else the charged
+    call's step as :func:`basevolve.store.export.trajectories_table` numbers it; ``k``
+    the objective's place in the declaration; ``reference`` the run's reference point
+    (stored, else derived; NaN when neither)."""
+    rows: list[tuple[Any, ...]] = []
+    with RunStore(store_path, create=False) as store:
+        for r in store.list_runs():
+            ro = run_objectives(store.query, r["run_id"])
+            if ro is None:
+                continue
+            objs = ro.objectives
+            ref = ro.reference or (float("nan"),) * len(objs.names)
+            for step, (pid, vector) in enumerate(step_programs(store.query, r["run_id"], objs)):
+                if vector is None:
+                    continue
+                rows += [(r["run_id"], step, pid, k, n, d, ref[k], vector[k])
+                         for k, (n, d) in enumerate(zip(objs.names, objs.directions,
+                                                        strict=True))]
+    return pd.DataFrame(rows, columns=FRONTS_COLUMNS)
+
+
+__all__ = ["FOLDER", "FRONTS_COLUMNS", "export_fronts", "file_stem", "front_document",
+           "fronts_table"]

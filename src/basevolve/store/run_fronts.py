@@ -149,19 +149,28 @@ def points(query: Query, run_id: str, objs: Objectives) -> list[Point]:
     return out
 
 
-def step_vectors(query: Query, run_id: str, objs: Objectives) -> tuple[Vector | None,
-                                                                      list[Vector | None]]:
-    """The initial program's vector and, per charged call in the order the engine told
-    the results (the order of :func:`basevolve.store.export.trajectories_table`'s steps),
-    its child's vector (None: no child, invalid, or no vector)."""
-    init = query("SELECT metrics_json, valid FROM programs WHERE run_id = ? AND is_initial = 1",
-                 (run_id,))
-    start = objs.vector(metrics_of(init[0][0])) if init and init[0][1] else None
+def step_programs(query: Query, run_id: str, objs: Objectives
+                  ) -> list[tuple[int | None, Vector | None]]:
+    """``(program_id, vector)`` of the initial program (first) and then of each charged
+    call's child in the order the engine told the results (the order of
+    :func:`basevolve.store.export.trajectories_table`'s steps); the vector is None for a
+    call without a child, an invalid child or one with no vector."""
+    init = query("SELECT program_id, metrics_json, valid FROM programs "
+                 "WHERE run_id = ? AND is_initial = 1", (run_id,))
     rows = query(
-        "SELECT p.metrics_json, p.valid FROM calls c LEFT JOIN programs p "
+        "SELECT p.program_id, p.metrics_json, p.valid FROM calls c LEFT JOIN programs p "
         "ON p.call_id = c.call_id WHERE c.run_id = ? AND c.counted = 1 "
         "ORDER BY coalesce(p.seq, c.seq)", (run_id,))
-    return start, [objs.vector(metrics_of(r[0])) if r[1] else None for r in rows]
+    first = [(int(init[0][0]), init[0][1], init[0][2])] if init else [(None, None, 0)]
+    return [(pid, objs.vector(metrics_of(m)) if valid else None)
+            for pid, m, valid in [*first, *((r[0], r[1], r[2]) for r in rows)]]
+
+
+def step_vectors(query: Query, run_id: str, objs: Objectives) -> tuple[Vector | None,
+                                                                      list[Vector | None]]:
+    """The initial program's vector and each charged call's child's (:func:`step_programs`)."""
+    steps = [v for _, v in step_programs(query, run_id, objs)]
+    return steps[0], steps[1:]
 
 
 def hypervolume_curve(start: Vector | None, steps: Sequence[Vector | None],
@@ -184,4 +193,4 @@ def front_hypervolume(pts: Sequence[Point], objs: Objectives, reference: Vector)
 
 
 __all__ = ["Point", "RunObjectives", "front_hypervolume", "hypervolume_curve", "metrics_of",
-           "points", "run_config", "run_objectives", "step_vectors", "stored_objectives"]
+           "points", "run_config", "run_objectives", "step_programs", "step_vectors", "stored_objectives"]
