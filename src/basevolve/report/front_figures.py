@@ -106,8 +106,11 @@ def front_figure(result: AnalysisResult, tables: Tables) -> Figure | None:
     return fig
 
 
-def _surface(points: np.ndarray, sets: np.ndarray, level: float, maximise: tuple[bool, bool]
-             ) -> np.ndarray:
+def attainment_surface(points: np.ndarray, sets: np.ndarray, level: float,
+                       maximise: tuple[bool, bool]) -> np.ndarray:
+    """The ``level``-% attainment surface of the runs ``sets`` (one id per point): the
+    minimal points attained by at least ``level`` % of the runs (moocore's ``eaf``, which
+    minimises: "max" objectives are negated in and out)."""
     sign = np.array([-1.0 if m else 1.0 for m in maximise])
     eaf = moocore.eaf(points * sign, sets, percentiles=[level])
     return eaf[:, :2] * sign
@@ -139,7 +142,7 @@ def attainment_figure(result: AnalysisResult, tables: Tables) -> Figure | None:
                    for v in vectors[r].steps.values()]
             arr = np.array(pts, dtype=float)
             for level, style in ((50.0, "-"), (100.0, "--")):
-                s = _surface(arr[:, :2], arr[:, 2], level, maximise)
+                s = attainment_surface(arr[:, :2], arr[:, 2], level, maximise)
                 order = np.argsort(s[:, 0])
                 ax.step(s[order, 0], s[order, 1], style, where=_where(maximise[0]),
                         color=colors[name],
@@ -204,5 +207,5 @@ def has_fronts(result: AnalysisResult) -> bool:
     return isinstance(result.tables.get("hypervolume"), pd.DataFrame)
 
 
-__all__ = ["FRONT_FIGURES", "attainment_figure", "front_figure", "has_fronts",
+__all__ = ["FRONT_FIGURES", "attainment_figure", "attainment_surface", "front_figure", "has_fronts",
            "hv_calls_figure", "hv_flops_figure"]

@@ -11,6 +11,8 @@ tests stay fast and deterministic on a loaded machine.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,32 @@ def write_run(store: RunStore, run: FrontRun) -> None:
     store.set_status(run.run_id, run.status)
 
 
+def rename_objective(path: str | Path, old: str, new: str) -> None:
+    """Rename objective ``old`` to ``new`` in every run's config and program's metrics, as a
+    store written by another tool may name it: the engine refuses such names
+    (:func:`~basevolve.objectives.parse_objectives`), the readers must still show them as
+    text.  Plain ``sqlite3``: this edits rows the store's API never rewrites."""
+    con = sqlite3.connect(path)
+    try:
+        with con:
+            for run_id, text in con.execute("SELECT run_id, config_json FROM runs").fetchall():
+                cfg = json.loads(text)
+                if old in cfg.get("objectives", {}):
+                    cfg["objectives"] = {new if k == old else k: v
+                                         for k, v in cfg["objectives"].items()}
+                    con.execute("UPDATE runs SET config_json = ? WHERE run_id = ?",
+                                (json.dumps(cfg, sort_keys=True), run_id))
+            for pid, text in con.execute("SELECT program_id, metrics_json FROM programs "
+                                         "WHERE metrics_json IS NOT NULL").fetchall():
+                metrics = json.loads(text)
+                if old in metrics:
+                    metrics[new] = metrics.pop(old)
+                    con.execute("UPDATE programs SET metrics_json = ? WHERE program_id = ?",
+                                (json.dumps(metrics, sort_keys=True), pid))
+    finally:
+        con.close()
+
+
 def write_store(path: str | Path, runs: Sequence[FrontRun]) -> Path:
     """A new store at ``path`` holding ``runs``; returns the path."""
     with RunStore(path) as store:
@@ -88,4 +116,5 @@ def write_store(path: str | Path, runs: Sequence[FrontRun]) -> Path:
     return Path(path)
 
 
-__all__ = ["FLOPS_PER_CALL", "Child", "FrontRun", "write_run", "write_store"]
+__all__ = ["FLOPS_PER_CALL", "Child", "FrontRun", "rename_objective", "write_run",
+           "write_store"]
