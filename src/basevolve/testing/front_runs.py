@@ -66,20 +66,27 @@ def write_run(store: RunStore, run: FrontRun) -> None:
         seq=store.next_seq(run.run_id), trajectory=None, metrics=dict(run.initial))
     for i, child in enumerate(run.children):
         generation = i // breadth + 1 if run.arms == 1 else i + 1
-        call_id = store.insert_call(
-            run.run_id, call_index=i, seq=store.next_seq(run.run_id),
-            trajectory=child.trajectory, pull_id=i, generation=generation, slot=0,
-            parent_id=initial, seed=run.seed * 1000 + i,
-            messages=[{"role": "user", "content": "improve the program"}])
-        store.finish_call(call_id, status="ok", counted=True,
-                          fields={"flops": child.flops, "prompt_tokens": 100,
-                                  "cached_tokens": 0, "completion_tokens": 50,
-                                  "text": "```python\n# child\n```"}, attempts=[])
-        store.insert_program(
-            run.run_id, code=f"# child {i}\n", score=child.score, valid=child.valid,
-            generation=generation, call_id=call_id, seq=store.next_seq(run.run_id),
-            trajectory=child.trajectory, parent_id=initial, metrics=dict(child.metrics))
+        add_child(store, run.run_id, i, child, parent_id=initial, generation=generation,
+                  seed=run.seed)
     store.set_status(run.run_id, run.status)
+
+
+def add_child(store: RunStore, run_id: str, index: int, child: Child, *, parent_id: int,
+              generation: int, seed: int = 0) -> int:
+    """One charged call ``index`` and its child, as the engine writes them (the call
+    ``pending`` first, then finished and charged, then the program); the program's id."""
+    call_id = store.insert_call(
+        run_id, call_index=index, seq=store.next_seq(run_id), trajectory=child.trajectory,
+        pull_id=index, generation=generation, slot=0, parent_id=parent_id,
+        seed=seed * 1000 + index, messages=[{"role": "user", "content": "improve the program"}])
+    store.finish_call(call_id, status="ok", counted=True,
+                      fields={"flops": child.flops, "prompt_tokens": 100, "cached_tokens": 0,
+                              "completion_tokens": 50, "text": "```python\n# child\n```"},
+                      attempts=[])
+    return store.insert_program(
+        run_id, code=f"# child {index}\n", score=child.score, valid=child.valid,
+        generation=generation, call_id=call_id, seq=store.next_seq(run_id),
+        trajectory=child.trajectory, parent_id=parent_id, metrics=dict(child.metrics))
 
 
 def rename_objective(path: str | Path, old: str, new: str) -> None:
@@ -116,5 +123,5 @@ def write_store(path: str | Path, runs: Sequence[FrontRun]) -> Path:
     return Path(path)
 
 
-__all__ = ["FLOPS_PER_CALL", "Child", "FrontRun", "rename_objective", "write_run",
+__all__ = ["FLOPS_PER_CALL", "Child", "FrontRun", "add_child", "rename_objective", "write_run",
            "write_store"]
