@@ -98,7 +98,7 @@ def test_the_page_draws_the_front_live_and_names_are_text(front_store, front_das
     assert page.text_content("#front-plots .x-label").startswith(SHOWN)  # text, not markup
     assert page.locator("img[src='x']").count() == 0
     assert points(page, "chart-front-hv") == 5
-    page.screenshot(path=str(shots / "front.png"), full_page=True)
+    page.screenshot(path=str(shots / "run-front.png"), full_page=True)
     link = page.locator("a.front-link.on").first
     pid = link.get_attribute("data-program")
     link.click()  # a point opens its program
