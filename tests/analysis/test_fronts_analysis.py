@@ -139,3 +139,11 @@ def test_a_bad_fronts_file_is_one_line_and_exit_2(store, tmp_path):
     assert "Traceback" not in res.stderr
     with pytest.raises(ConfigError, match="missing column"):
         load_tables(input=out / "runs.csv", fronts=fronts.drop(columns="value"))
+
+
+def test_an_objective_named_like_a_front_column_keeps_both(tmp_path):
+    path = write_store(tmp_path / "s.sqlite", [RUN0])
+    rename_objective(path, "sec", "step")  # "step" is also the front table's own column
+    front = analyze(load_tables(store=path), CFG)["front"]
+    assert front["step"].tolist() == [1, 2]  # the call's step
+    assert front["objective step"].tolist() == [2.0, 3.0]  # the objective's values

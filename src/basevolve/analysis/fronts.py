@@ -68,6 +68,16 @@ class RunVectors:
     programs: dict[int, Any]  # step -> program id
 
 
+#: columns of the ``front`` table beside the objectives' own
+FRONT_FIXED = ("run_id", "task", "step", "program_id", "model", "budget", "method", "seed")
+
+
+def column_of(name: str) -> str:
+    """The ``front`` table's column of objective ``name`` (prefixed only where the name
+    is one of :data:`FRONT_FIXED`, e.g. an objective called ``step``)."""
+    return f"objective {name}" if name in FRONT_FIXED else name
+
+
 def spec_text(objs: Objectives) -> str:
     """``acc:max,sec:min``: a group's objectives as one cell."""
     return ",".join(f"{n}:{d}" for n, d in zip(objs.names, objs.directions, strict=True))
@@ -165,7 +175,8 @@ def front_tables(tables: Tables, cfg: AnalysisConfig,
             on = [s for s, keep in zip(order, mask, strict=True) if keep]
             members += [{"run_id": run_id, "task": task, "step": s,
                          "program_id": rv.programs[s],
-                         **dict(zip(rv.objectives.names, rv.steps[s], strict=True))} for s in on]
+                         **{column_of(n): v for n, v in zip(rv.objectives.names, rv.steps[s],
+                                                            strict=True)}} for s in on]
             per_run.append({"run_id": run_id, "task": task, "objectives": spec,
                             "reference": ",".join(f"{v:.6g}" for v in reference),
                             "front_size": len(on), "hv": hv,
@@ -220,5 +231,5 @@ def _depth_breadth(tables: Tables, runs: pd.DataFrame, hv_runs: pd.DataFrame,
     return {f"hv_{name}": result.tables[name] for name in DEPTH_BREADTH}
 
 
-__all__ = ["CURVE_POINTS", "DEPTH_BREADTH", "RunVectors", "front_tables", "run_vectors",
-           "spec_text"]
+__all__ = ["CURVE_POINTS", "DEPTH_BREADTH", "FRONT_FIXED", "RunVectors", "column_of",
+           "front_tables", "run_vectors", "spec_text"]

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from basevolve.analysis.fronts import run_vectors
+from basevolve.analysis.fronts import column_of, run_vectors
 from basevolve.analysis.pipeline import AnalysisResult
 from basevolve.analysis.tables import Tables
 from basevolve.report.figures import FigureSpec
@@ -89,8 +89,8 @@ def front_figure(result: AnalysisResult, tables: Tables) -> Figure | None:
         shown: set[str] = set()
         for run_id in ids:
             mine = front[front["run_id"] == run_id]
-            xs = mine[objs.names[i]].to_numpy(float)
-            ys = mine[objs.names[j]].to_numpy(float)
+            xs = mine[column_of(objs.names[i])].to_numpy(float)
+            ys = mine[column_of(objs.names[j])].to_numpy(float)
             label = None if method[run_id] in shown else label_text(method[run_id])
             shown.add(method[run_id])
             ax.scatter(xs, ys, s=22, color=colors[method[run_id]], label=label, zorder=3)

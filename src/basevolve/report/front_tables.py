@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from basevolve.analysis.envelope import BUDGET_KEYS
-from basevolve.analysis.fronts import KEYS
+from basevolve.analysis.fronts import FRONT_FIXED, KEYS
 from basevolve.analysis.pipeline import AnalysisResult
 from basevolve.report.tables import (
     Grid,
@@ -42,8 +42,7 @@ def _fmt(digits: int = 4) -> Callable[[object], str]:
 
 def _front(r: AnalysisResult) -> Grid:
     df = r["front"]
-    fixed = {"run_id", "task", "step", "program_id", "model", "budget", "method", "seed"}
-    objectives = [c for c in df.columns if c not in fixed]
+    objectives = [c for c in df.columns if c not in FRONT_FIXED]
     return frame_grid(df, ["run_id", "program_id"],
                           {"step": _fmt(0), **{c: _fmt() for c in objectives}})
 
