@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from basevolve.errors import ConfigError
-from basevolve.objectives import parse_objectives, parse_reference_point
+from basevolve.objectives import Objectives, parse_objectives, parse_reference_point
 from basevolve.passenv import check_data, check_env
 
 PULL_MODES = ("call", "generation")
@@ -38,6 +38,9 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
 #: 8 calls may wait, answered, for an earlier one; measured in benchmarks/README.md)
 DEFAULT_WINDOW, WINDOW_MARGIN, MAX_WINDOW = 24, 8, 100_000
 REWARDS = ("best", "improvement")
+#: ``--reward-front``: the front whose hypervolume a multi-objective run's reward reads
+#: (issue 36; engine/front_credit.py)
+REWARD_FRONTS = ("trajectory", "run")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
 #: ``--feedback``: what of a parent's evaluation the next prompt shows (issue 21, part 3;
 #: :mod:`basevolve.prompts.feedback`).  ``none`` keeps the paper's verbatim prompts.
@@ -215,11 +218,13 @@ class RunConfig:
     env: dict[str, str] = field(default_factory=dict)
     env_secret: tuple[str, ...] = ()
     data: str | None = None
-    # several objectives (issue 36; objectives.py): {name: "max"|"min"} in declaration
-    # order (empty = one score), and the reference point of their hypervolume (declared,
-    # or derived from the initial program's vector and stored when the run starts)
+    # several objectives (issue 36; objectives.py): {name: "max"|"min"} (empty = one
+    # score), kept in NAME order (the store sorts a config's keys; a declared reference
+    # point is reordered with them), and the reference point of their hypervolume
+    # (declared, or derived from the initial program's vector and stored at the start)
     objectives: dict[str, str] = field(default_factory=dict)
     reference_point: tuple[float, ...] = ()
+    reward_front: str = "trajectory"  # --reward-front (REWARD_FRONTS)
 
     def __post_init__(self) -> None:
         self._check_objectives()
@@ -454,15 +459,24 @@ class RunConfig:
 
     def _check_objectives(self) -> None:
         """Shape only (issue 36): names, directions, a finite point of the same length."""
+        if self.reward_front not in REWARD_FRONTS:
+            raise ConfigError(f"--reward-front must be one of {', '.join(REWARD_FRONTS)}, "
+                              f"got {str(self.reward_front)[:40]!r}")
         objs = parse_objectives(self.objectives or None, what="--objectives")
-        if objs is None:
-            if self.reference_point:
-                raise ConfigError("--reference-point needs --objectives (two or more)")
-            return
-        object.__setattr__(self, "objectives", objs.as_dict())
-        if self.reference_point:
-            point = parse_reference_point(list(self.reference_point), objs)
-            object.__setattr__(self, "reference_point", point)
+        point: tuple[float, ...] = ()
+        if self.reference_point:  # without objectives: the task's (engine/objective_start.py)
+            spec = self.reference_point
+            items = spec.split(",") if isinstance(spec, str) else list(spec)
+            point = parse_reference_point(items, objs or Objectives(
+                tuple(f"value {i + 1}" for i in range(len(items))), ("min",) * len(items)))
+        if objs is not None:
+            # in name order, the point with them: the store writes its config with sorted
+            # keys, so the order a run reads back (resume, reports) is this one
+            order = sorted(range(len(objs.names)), key=lambda i: objs.names[i])
+            object.__setattr__(self, "objectives",
+                               {objs.names[i]: objs.directions[i] for i in order})
+            point = tuple(point[i] for i in order) if point else ()
+        object.__setattr__(self, "reference_point", point)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -470,6 +484,7 @@ class RunConfig:
         if not self.objectives:  # a single-objective run's stored config is unchanged
             d.pop("objectives")
             d.pop("reference_point")
+            d.pop("reward_front")
         return d
 
     @classmethod

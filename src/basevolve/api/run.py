@@ -330,7 +330,10 @@ def run(task: TaskSpec, budget: int, *, depth: int | None = None, breadth: int |
             (``--deterministic``, docs/running.md); ``models=["weak,params=1.7e9",
             "strong,base_url=URL,weight=0.2"]`` (or dicts with the same keys) runs
             several models, ``model_allocator="ucb"`` chooses each call's model with a
-            bandit (``--model`` repeated, docs/models.md).
+            bandit (``--model`` repeated, docs/models.md);
+            ``objectives={"accuracy": "max", "seconds": "min"}`` (and optionally
+            ``reference_point=(0.0, 10.0)``, ``reward_front="run"``) searches a Pareto
+            front, the reward its hypervolume (``--objectives``, docs/running.md).
 
     Returns:
         The finished run (:class:`RunResult`).

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.allocators import ALLOCATORS
+from basevolve.cli.objective_flags import OBJECTIVE_FLAGS, add_objective_flags, objective_fields
 from basevolve.cli.openevolve_flags import add_file_flags, task_and_params
 from basevolve.cli.summary_table import summary_table
 from basevolve.config import (
@@ -124,6 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "calls)")
     p.add_argument("--reward", choices=REWARDS, default="best",
                    help="allocator reward: trajectory best after the pull, or the improvement")
+    add_objective_flags(p)  # several objectives (issue 36)
     p.add_argument("--count-failed-attempts", action="store_true",
                    help="every LLM attempt, failed or not, costs one unit of the budget")
     p.add_argument("--charge-unanswered", choices=CHARGE_UNANSWERED, default="worst",
@@ -199,6 +201,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         request_timeout=args.request_timeout, call_timeout=args.call_timeout,
         allocator=args.allocator, arms=args.arms, pull=args.pull, cap=args.cap,
         reward=args.reward, count_failed_attempts=args.count_failed_attempts,
+        **objective_fields(args),
         protocol_params=split_assignments(args.protocol_param),
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=task_params,
@@ -255,7 +258,7 @@ RUN_DEFINING = ("task", "budget", "budget_flops", "budget_tokens", "budget_usd",
                 "pull", "cap", "reward", "count_failed_attempts", "protocol_param",
                 "arm_in_flight", "charge_unanswered", "task_param", "count_eval_calls",
                 "feedback", "deterministic", "window", "program", "evaluator", "config",
-                "env", "env_secret", "data")
+                "env", "env_secret", "data", *OBJECTIVE_FLAGS)
 
 
 def _check_resume_flags(args: argparse.Namespace, parser_defaults: dict[str, Any]) -> None:

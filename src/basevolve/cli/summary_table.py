@@ -22,6 +22,7 @@ def summary_table(s: dict[str, Any]) -> str:
         *([("replies cut at max_tokens", f"{s['calls_truncated']} of {s['calls_completed']} "
             "(finish_reason = length; raise --max-tokens)")] if s.get("calls_truncated") else []),
         _score_row(s),
+        *_front_rows(s),
         ("valid children", "-" if s["valid_rate"] is None else f"{100 * s['valid_rate']:.1f}%"),
         *([("scored by (trust)", s["trust"])] if s.get("trust") else []),
         *([("evaluator feedback in prompts", s["feedback"])]
@@ -48,6 +49,18 @@ def summary_table(s: dict[str, Any]) -> str:
     from basevolve.terminal import clean  # model ids, task names: text from outside
 
     return "\n".join(f"{k:<{width}}  {clean(v)}" for k, v in rows)
+
+
+def _front_rows(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Several objectives (issue 36): the run's Pareto front and its hypervolume."""
+    front = s.get("front")
+    if not front:
+        return []
+    names = ", ".join(f"{n} {d}" for n, d in front["objectives"].items())
+    point = ", ".join(score_text(v, 4) for v in front["reference_point"])
+    return [("Pareto front", f"{front['size']} programs ({names})"),
+            ("  hypervolume (reference point)",
+             f"{score_text(front['hypervolume'])} ({point})")]
 
 
 def score_text(value: float | None, digits: int = 6) -> str:

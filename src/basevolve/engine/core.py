@@ -101,11 +101,13 @@ class Engine(Decisions):
 
     def __init__(self, config: RunConfig, *, task: Task, client: Any, evaluator: Any,
                  store: RunStore, settings: LLMSettings | None = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 progress: Callable[[dict[str, Any]], None] | None = None,
+                 initial: Evaluation | None = None) -> None:
         self.cfg, self.task, self.client, self.evaluator, self.store = (
             config, task, client, evaluator, store)
         self.settings = settings or LLMSettings()
         self.progress = progress
+        self.initial = initial  # the initial program's evaluation, made by the start check
         self.run_id = config.run_id
         self.C = config.budget
         self.K = config.arms
@@ -226,7 +228,7 @@ class Engine(Decisions):
             child = child_from_row(rows[0])
         else:
             code = self.task.initial_program
-            ev = await self.evaluator.evaluate(code)
+            ev = self.initial if self.initial is not None else await self.evaluator.evaluate(code)
             pid = self._insert_program(code, ev, generation=0, is_initial=1)
             if (stop := self.task.start_failure(ev)) is not None:
                 raise TaskError(stop)  # before any LLM call (issue 31, item 9)
@@ -235,6 +237,7 @@ class Engine(Decisions):
             child = child_of(pid, code, ev)
         for p in self.protocols:
             p.set_initial(child)
+        self.credit.set_initial(child)  # several objectives: the fronts start (issue 36)
 
     # ------------------------------------------------------------------ calls
     def issue(self, proposal: Proposal, pull: Pull, reissue_of: CallJob | None,

@@ -22,12 +22,18 @@ The pull's reward is then the sum of the gains credited to it, so over a traject
 rewards add up to the best's whole rise.  ``--reward best`` (the paper's Algorithm 2:
 the trajectory's best after the pull) is unchanged: a pull is told as soon as its last
 child is.  The credit is rebuilt on resume by the same calls (``engine/replay.py``).
+
+With several objectives (issue 36) a gain is the hypervolume a told child adds to its
+trajectory's (or the run's) Pareto front, credited to that child's own pull, and
+``best`` is the front's hypervolume: :mod:`basevolve.engine.front_credit`.
 """
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
+
+from basevolve.engine.front_credit import front_credit_for
 
 if TYPE_CHECKING:
     from basevolve.engine.state import CallJob, Pull
@@ -43,6 +49,13 @@ class Credit:
         self.gain: dict[int, float] = {}  # pull id -> credited gain
         self.told: dict[int, list[Proposal]] = {}  # pull id -> its told proposals
         self.owner: dict[int, int] = {}  # program id -> the pull whose child it is
+        # several objectives (issue 36): fronts and hypervolume rewards, else None
+        self.fronts = front_credit_for(engine.cfg, engine.K)
+
+    def set_initial(self, child: Child) -> None:
+        """Every front starts from the initial program (several objectives only)."""
+        if self.fronts is not None:
+            self.fronts.set_initial(child.program_id, child.valid, child.metrics)
 
     def tell_child(self, job: CallJob, child: Child) -> None:
         """Tell ``child`` to its protocol and credit the gain it caused."""
@@ -53,6 +66,13 @@ class Credit:
             self.owner[child.program_id] = job.pull.pull_id
         # the model bandit's mark (issue 34): a later child must beat this one to gain
         self.engine.models.seen(job.pull.trajectory, child.score if child.valid else None)
+        if self.fronts is not None:  # the hypervolume gain is this child's own: its pull's
+            gain = self.fronts.tell(job.pull.trajectory, child.program_id, child.valid,
+                                    child.metrics)
+            self.told.setdefault(job.pull.pull_id, []).append(job.proposal)
+            if gain > 0:
+                self.gain[job.pull.pull_id] = self.gain.get(job.pull.pull_id, 0.0) + gain
+            return
         self._told(job, proto, before)
 
     def tell_text(self, job: CallJob, text: str) -> None:
@@ -60,6 +80,9 @@ class Credit:
         proto = self.engine.protocols[job.pull.trajectory]
         before = proto.best
         proto.tell_text(job.proposal, text)
+        if self.fronts is not None:  # no child: no front grows (a gate's child is told
+            self.told.setdefault(job.pull.pull_id, []).append(job.proposal)  # as a child)
+            return
         self._told(job, proto, before)
 
     def _told(self, job: CallJob, proto: Protocol, before: Child) -> None:
@@ -98,6 +121,8 @@ class Credit:
         self.told.pop(pull.pull_id, None)
         if self.improvement:
             return gain
+        if self.fronts is not None:  # the front's hypervolume (issue 36)
+            return self.fronts.level(pull.trajectory)
         best = self.engine.protocols[pull.trajectory].best.score
         return self.engine.allocator.reward_of(pull.best_before, best)
 

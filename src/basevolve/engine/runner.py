@@ -27,6 +27,7 @@ from basevolve.engine.evaluator import needs_own_pool, start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs, model_max_tokens
+from basevolve.engine.objective_start import checked, checked_async
 from basevolve.engine.resumable import check_resumable
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, answered_by_llm, text_evaluator
@@ -153,12 +154,12 @@ def make_evaluator(task: Any, cfg: RunConfig, pool: Any | None, answers: AnswerS
 
 async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
                  settings: LLMSettings, evaluator: Any, *, resume: bool,
-                 progress: Progress | None) -> dict[str, Any]:
+                 progress: Progress | None, initial: Any = None) -> dict[str, Any]:
     """Run the engine inside the caller's event loop; the summary as computed from the store."""
     from basevolve.engine.lost_calls import charge_lost_calls
 
     engine = Engine(cfg, task=task, client=client, evaluator=evaluator, store=store,
-                    settings=settings, progress=progress)
+                    settings=settings, progress=progress, initial=initial)
     # calls sent and never answered are charged per --charge-unanswered (issue 24, item 3):
     # those a killed process left pending, and those in flight when this run stops
     if resume:
@@ -179,13 +180,13 @@ async def _drive(cfg: RunConfig, store: RunStore, task: Any, client: Any,
 def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: LLMSettings,
              *, resume: bool, progress: Progress | None, out_dir: Path | None,
              pool: Any | None, notify: Notify = _quiet,
-             answers: AnswerSetup | None = None) -> dict[str, Any]:
+             answers: AnswerSetup | None = None, initial: Any = None) -> dict[str, Any]:
     evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume, notify=notify)
 
     async def go() -> dict[str, Any]:
         try:
             return await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
-                                progress=progress)
+                                progress=progress, initial=initial)
         finally:
             await client.aclose()
 
@@ -201,7 +202,8 @@ def _execute(cfg: RunConfig, store: RunStore, task: Any, client: Any, settings: 
 async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task: Any | None,
                          client: Any | None, pool: Any | None,
                          progress: Progress | None,
-                         answers: AnswerSetup | None = None) -> dict[str, Any]:
+                         answers: AnswerSetup | None = None,
+                         initial: Any = None) -> dict[str, Any]:
     """The async core of :func:`start_run_async` / :func:`resume_run_async`.
 
     A ``client`` or ``pool`` passed in is shared with other runs and stays open; what is
@@ -222,7 +224,7 @@ async def _execute_async(cfg: RunConfig, store: RunStore, *, resume: bool, task:
     evaluator = make_evaluator(task, cfg, pool, answers, store, resume=resume)
     try:
         summary = await _drive(cfg, store, task, client, settings, evaluator, resume=resume,
-                               progress=progress)
+                               progress=progress, initial=initial)
         summary.update({"best_program": None, "picture": None})
         await _keep_solution(summary, store, evaluator)
         store.write_summary(cfg.run_id, summary)
@@ -322,6 +324,9 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
                                cfg.max_tokens or settings.max_tokens, _answer_params(answers),
                                model_costs(cfg))
         identity = task_identity(cfg.task, task) if task_obj is None else object_identity(task)
+        # several objectives (issue 36): checked on the initial program before anything
+        # is stored, the reference point fixed; that evaluation is the engine's
+        cfg, initial = checked(cfg, task, lambda c: make_evaluator(task, c, prep.pool, answers))
         with RunStore(store_path) as store, run_lock(store_path, cfg.run_id):
             store.create_run(cfg.run_id, cfg.to_dict(),
                              active_params=float(client.model_spec.active_params),
@@ -331,7 +336,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
             show_phase(progress, initial_phase(task))
             return _execute(cfg, store, task, client, settings, resume=False,
                             progress=progress, out_dir=out_dir, pool=prep.pool,
-                            notify=notify, answers=answers)
+                            notify=notify, answers=answers, initial=initial)
 
 
 def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None = None,
@@ -407,11 +412,13 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     cfg = plan_cost_budget(cfg, task, _active_params(cfg, client),
                            cfg.max_tokens or llm_settings(cfg).max_tokens, _answer_params(answers),
                            model_costs(cfg))
+    cfg, initial = await checked_async(  # several objectives (issue 36), before storing
+        cfg, task, lambda c: make_evaluator(task, c, pool, answers))
     store.create_run(cfg.run_id, {**(labels or {}), **cfg.to_dict()},
                      active_params=_active_params(cfg, client),
                      task=task_identity(cfg.task, task).to_dict())
     return await _execute_async(cfg, store, resume=False, task=task, client=client, pool=pool,
-                                progress=progress, answers=answers)
+                                progress=progress, answers=answers, initial=initial)
 
 
 async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = None,

@@ -13,6 +13,7 @@ from typing import Any
 
 from basevolve.config import RunConfig
 from basevolve.engine.budget import budget_report
+from basevolve.engine.front_credit import front_summary
 from basevolve.program_files import LANGUAGE as FILES_LANGUAGE
 from basevolve.program_files import ProgramFilesError, write_program_folder
 from basevolve.records import ExecStatus
@@ -80,6 +81,10 @@ def build_summary(store: RunStore, cfg: RunConfig, engine: Any | None) -> dict[s
         # the worst case of the call a cost budget could not fit (None: not this process)
         "budget_unfit_call": None if engine is None or engine.ledger is None
         else engine.ledger.unfit,
+        # several objectives (issue 36): the run's front and its hypervolume
+        **front_summary(cfg, store.query(
+            "SELECT program_id, is_initial, seq, valid, metrics_json FROM programs "
+            "WHERE run_id=?", (run,)) if cfg.objectives else []),
     }
 
 

@@ -98,6 +98,12 @@ class Task(ABC):
     # the engine's evaluator for each is in basevolve.engine.evaluators.EVALUATORS.
     evaluation: ClassVar[str] = "entry"
     PARAMS: ClassVar[tuple[Param, ...]] = ()  # declared --task-param keys
+    # Several objectives (issue 36; docs/tasks.md): metric names of score_value's
+    # ``metrics`` with "max" or "min", e.g. {"accuracy": "max", "seconds": "min"}; a
+    # run then searches their Pareto front (--objectives overrides).  The hypervolume's
+    # reference point, one number per objective; () derives it from the initial program.
+    objectives: ClassVar[dict[str, str]] = {}
+    reference_point: ClassVar[tuple[float, ...]] = ()
 
     def identity_parts(self) -> tuple[str, ...]:
         """Extra text the task's stored identity hashes (besides its source, initial

@@ -41,6 +41,7 @@ from basevolve.records import Evaluation, ExecResult, Trust
 from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult, Task
 from basevolve.tasks.openevolve_files import TaskFiles, find_files, naming
 from basevolve.tasks.openevolve_keys import fitness_score, initial_failure, read_options
+from basevolve.tasks.openevolve_objectives import declared_objectives
 from basevolve.tasks.openevolve_settings import (
     DEFAULT_THRESHOLDS,
     DEFAULT_TIMEOUT_S,
@@ -306,6 +307,9 @@ class OpenEvolveDirTask(Task):
         self.description = (str(description) if description is not None  # type: ignore[misc]
                             else f"OpenEvolve task directory {path.name}")
         self.timeout_s = self.settings.timeout_s  # type: ignore[misc]
+        # several objectives from the config's basevolve: section (issue 36)
+        self.objectives, self.reference_point = declared_objectives(  # type: ignore[misc]
+            path, config, cfg)
 
     def initial_and_entry(self, directory: TaskDirectory) -> tuple[str, str | None]:
         """The initial program's text and its main function (a hook: a folder or a prompt

@@ -46,7 +46,7 @@ APPLIED: dict[str, str] = {
     "evaluator.cascade_thresholds": "the cascade's thresholds",
     "evaluator.evaluator_args": "keyword arguments of evaluate()",
     "database.feature_dimensions": "left out of the fitness mean",
-    "basevolve": "basevolve's own section: name, description",
+    "basevolve": "basevolve's own section: name, description, objectives, reference_point",
 }
 
 #: OpenEvolve's schema: section -> its keys ("" is the top level)
