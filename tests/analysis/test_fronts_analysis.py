@@ -147,3 +147,20 @@ def test_an_objective_named_like_a_front_column_keeps_both(tmp_path):
     front = analyze(load_tables(store=path), CFG)["front"]
     assert front["step"].tolist() == [1, 2]  # the call's step
     assert front["objective step"].tolist() == [2.0, 3.0]  # the objective's values
+
+
+def test_the_python_api_takes_the_fronts_table(store, tmp_path):
+    import basevolve
+
+    out = tmp_path / "fa"
+    assert _cli("export", "--store", str(store), "--for-analysis", "--out", str(out)
+                ).returncode == 0
+    kw = {"resamples": 20, "shuffles": 20, "gate_shuffles": 20}
+    given = basevolve.analyze(runs=out / "runs.csv", trajectories=out / "trajectories.csv",
+                              fronts=pd.read_csv(out / "fronts.csv"), **kw)
+    stored = basevolve.analyze(store, **kw)
+    pd.testing.assert_frame_equal(given["hypervolume"], stored["hypervolume"],
+                                  check_dtype=False)
+    assert "front" not in basevolve.analyze(runs=out / "runs.csv", **kw).tables
+    with pytest.raises(ConfigError, match="fronts= must be"):
+        basevolve.analyze(runs=out / "runs.csv", fronts=3)
