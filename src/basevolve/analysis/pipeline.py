@@ -7,7 +7,9 @@ fixed order, so results do not depend on which other groups are present.
 Result keys (DataFrames): ``summary``, ``cells``, ``envelope``, ``flops_fit``,
 ``collapse``, ``bilinear``, ``optimal_depth``, ``gate``, ``thresholds``, ``table1``,
 ``table6``, ``table7``; and ``models`` only when some analysed run used several models
-(:mod:`basevolve.analysis.per_model`, issue 25).
+(:mod:`basevolve.analysis.per_model`, issue 25); ``front``, ``hypervolume``, ``hv_*``
+only when some analysed run declared objectives (:mod:`basevolve.analysis.fronts`,
+issue 36).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from basevolve.analysis.envelope import (
     flops_per_call_fit,
     sweep_runs,
 )
+from basevolve.analysis.fronts import front_tables
 from basevolve.analysis.gate import GateResult, capability_gate
 from basevolve.analysis.grouped import (
     allocator_by_protocol,
@@ -275,8 +278,17 @@ def _thresholds(runs: pd.DataFrame, traj: pd.DataFrame | None, cfg: AnalysisConf
 
 
 def analyze(tables: Tables, config: AnalysisConfig | None = None) -> AnalysisResult:
-    """Run every analysis of the paper on validated tables (see module docstring)."""
+    """Run every analysis of the paper on validated tables (see module docstring); runs
+    that declared objectives add the tables of :mod:`basevolve.analysis.fronts`."""
     cfg = config or AnalysisConfig()
+    out = _one_fitness(tables, cfg)
+    if tables.fronts is not None:  # several objectives (issue 36); else unchanged
+        out.tables.update(front_tables(tables, cfg, _one_fitness))
+    return out
+
+
+def _one_fitness(tables: Tables, cfg: AnalysisConfig) -> AnalysisResult:
+    """Every analysis of the paper on the tables' one fitness column."""
     runs = tables.runs
     out = AnalysisResult(cfg)
     out.tables["summary"] = summary(runs, cfg.seed, cfg.resamples)  # seeded per cell

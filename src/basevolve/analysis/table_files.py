@@ -3,7 +3,8 @@ per failure.
 
 Its own module so the table contracts that read files -- the runs, trajectory and
 children tables (:mod:`basevolve.analysis.tables`) and the per-model table
-(:mod:`basevolve.analysis.per_model`) -- share one reader without importing each other
+(:mod:`basevolve.analysis.per_model`), and the fronts table
+(:mod:`basevolve.analysis.front_input`) -- share one reader without importing each other
 (issue 33: ``tables`` loads the per-model rows, so ``per_model`` must not import it).
 """
 

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from basevolve.analysis.front_input import load_fronts
 from basevolve.analysis.per_model import load_per_model
 from basevolve.analysis.table_files import read_table
 from basevolve.errors import ConfigError
@@ -100,6 +101,9 @@ class Tables:
     budget_axis: str = "calls"
     #: rows of the analysed runs that used several models (None: no such run; issue 25)
     per_model: pd.DataFrame | None = None
+    #: objective vectors of the analysed multi-objective runs (None: every run has one
+    #: score; issue 36): :mod:`basevolve.analysis.front_input`
+    fronts: pd.DataFrame | None = None
 
 
 def on_budget_axis(runs: pd.DataFrame, axis: str) -> tuple[pd.DataFrame, str]:
@@ -321,6 +325,7 @@ def load_tables(
     children: str | Path | pd.DataFrame | None = None,
     budget_axis: str = "calls",
     per_model: str | Path | pd.DataFrame | None = None,
+    fronts: str | Path | pd.DataFrame | None = None,
 ) -> Tables:
     """Load and validate the analysis inputs from files, DataFrames or a store.
 
@@ -328,7 +333,9 @@ def load_tables(
     trajectory/children tables are treated as absent.  Only runs whose budget is of kind
     ``budget_axis`` are analysed (:func:`on_budget_axis`; the others are named on stderr).
     ``per_model`` (else a store's per-model breakdown) is kept for the analysed runs that
-    used several models (:mod:`basevolve.analysis.per_model`).
+    used several models (:mod:`basevolve.analysis.per_model`).  ``fronts`` (else a
+    store's) holds the objective vectors of the analysed multi-objective runs
+    (:mod:`basevolve.analysis.front_input`, issue 36).
     """
     if (input is None) == (store is None):
         raise ConfigError("give exactly one of --input RUNS (CSV/Parquet) or --store FILE")
@@ -354,7 +361,8 @@ def load_tables(
     kids_v = validate_children(children) if children is not None and len(children) else None
     runs_v = validate_runs(runs, budget_axis)
     return Tables(runs=runs_v, trajectories=traj_v, children=kids_v, budget_axis=budget_axis,
-                  per_model=load_per_model(per_model, store, runs_v["run_id"]))
+                  per_model=load_per_model(per_model, store, runs_v["run_id"]),
+                  fronts=load_fronts(fronts, store, runs_v["run_id"]))
 
 
 __all__ = [

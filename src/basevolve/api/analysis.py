@@ -43,12 +43,13 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
           trajectories: TableArg | None, children: TableArg | None, resamples: int | None,
           shuffles: int, gate_shuffles: int, seed: int, ceiling: float,
           thresholds: Sequence[float] | None,
-          budget_axis: str = "calls") -> tuple[Tables, AnalysisResult]:
+          budget_axis: str = "calls",
+          fronts: TableArg | None = None) -> tuple[Tables, AnalysisResult]:
     from basevolve.analysis.pipeline import analyze as run_pipeline
     from basevolve.analysis.tables import load_tables
 
     for name, value in (("store", store), ("runs", runs), ("trajectories", trajectories),
-                        ("children", children)):
+                        ("children", children), ("fronts", fronts)):
         if (value is not None and not isinstance(value, str | os.PathLike | pd.DataFrame)) or (
                 name == "store" and isinstance(value, pd.DataFrame)):
             kind = "a file path" if name == "store" else "a DataFrame or a file path"
@@ -62,7 +63,7 @@ def _load(store: str | os.PathLike[str] | None, runs: TableArg | None,
                          thresholds=_thresholds(thresholds))
     tables = load_tables(input=_path(runs), trajectories=_path(trajectories),
                          store=None if store is None else Path(store), children=_path(children),
-                         budget_axis=budget_axis)
+                         budget_axis=budget_axis, fronts=_path(fronts))
     if store is not None:  # a sweep's runs: its own thresholds and resamples (issue 24)
         from basevolve.analysis.sweep_settings import with_sweep_settings
 
@@ -76,7 +77,7 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
             resamples: int | None = None, shuffles: int = 10_000, gate_shuffles: int = 20_000,
             seed: int = 0, ceiling: float = 0.97,
             thresholds: Sequence[float] | None = None,
-            budget_axis: str = "calls") -> AnalysisResult:
+            budget_axis: str = "calls", fronts: TableArg | None = None) -> AnalysisResult:
     """The paper's statistics over finished runs (``basevolve analyze`` from Python).
 
     Give exactly one of ``store`` (every finished run in it; unfinished ones are left
@@ -100,6 +101,10 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
         budget_axis: ``"calls"`` (runs with a call budget C), or ``"flops"`` /
             ``"tokens"``: runs made with a FLOPs/token budget, compared at equal budgets
             (the depth-breadth tables are empty on those axes).
+        fronts: The objective vectors of runs with several objectives (the fronts
+            table of :mod:`basevolve.analysis.front_input`, as ``export
+            --for-analysis`` writes it); read from the store when ``store`` is given.
+            Such runs add ``result["front"]``, ``result["hypervolume"]``, ``hv_*``.
 
     Returns:
         An :class:`~basevolve.analysis.AnalysisResult`; ``result["summary"]``,
@@ -109,7 +114,7 @@ def analyze(store: str | os.PathLike[str] | None = None, *, runs: TableArg | Non
         ConfigError: Missing or inconsistent input (same messages as the CLI).
     """
     return _load(store, runs, trajectories, children, resamples, shuffles, gate_shuffles,
-                 seed, ceiling, thresholds, budget_axis)[1]
+                 seed, ceiling, thresholds, budget_axis, fronts)[1]
 
 
 def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None,
@@ -118,7 +123,7 @@ def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None 
            shuffles: int = 10_000,
            gate_shuffles: int = 20_000, seed: int = 0, ceiling: float = 0.97,
            thresholds: Sequence[float] | None = None, pdf: bool = True,
-           budget_axis: str = "calls") -> Path:
+           budget_axis: str = "calls", fronts: TableArg | None = None) -> Path:
     """Write the report folder (``basevolve report --out DIR`` from Python).
 
     Markdown and LaTeX tables, PNG (and PDF unless ``pdf=False``) figures,
@@ -137,7 +142,7 @@ def report(out: str | os.PathLike[str], *, store: str | os.PathLike[str] | None 
         raise ConfigError(f"out= must be a folder path (str or Path), got {out!r}")
     check_type("pdf", pdf, bool)
     tables, result = _load(store, runs, trajectories, children, resamples, shuffles,
-                           gate_shuffles, seed, ceiling, thresholds, budget_axis)
+                           gate_shuffles, seed, ceiling, thresholds, budget_axis, fronts)
     try:
         return write_report(result, tables, Path(out), pdf=pdf)
     except OSError as exc:

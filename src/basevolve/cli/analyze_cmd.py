@@ -27,6 +27,14 @@ PRINTED: tuple[tuple[str, str], ...] = (
 #: printed only when the analysis has them: ``models`` for runs with several models (issue 25)
 PRINTED_IF_PRESENT: tuple[tuple[str, str], ...] = (
     ("models", "Per model (runs with several models): calls, tokens, FLOPs, USD, gain"),
+    # runs that declared objectives (issue 36; analysis/fronts.py)
+    ("front", "Final Pareto front of each run (several objectives)"),
+    ("hypervolume", "Hypervolume of each run's front (group's common reference point)"),
+    ("hv_final", "Final hypervolume per configuration (mean, bootstrap SE, 95% CI, IQM)"),
+    ("hv_table1", "Depth-breadth with hypervolume as the fitness (hv_norm per method)"),
+    ("hv_envelope", "Depth-breadth with hypervolume as the fitness: envelope"),
+    ("hv_bilinear", "Depth-breadth with hypervolume as the fitness: bilinear fit (Eq. 2)"),
+    ("hv_optimal_depth", "Depth-breadth with hypervolume as the fitness: T*(C)"),
 )
 
 
@@ -77,6 +85,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="per-model table (run_id, model, calls, tokens, flops, cost_usd, improvements, "
              "gain) of runs with several models, as `export` writes it",
     )
+    p.add_argument(
+        "--fronts",
+        metavar="FILE",
+        help="fronts table (run_id, step, program_id, k, objective, direction, reference, "
+             "value) of runs with several objectives, as `export --for-analysis` writes it",
+    )
     p.add_argument("--resamples", type=int, default=None,
                    help="bootstrap resamples (default: the sweep's own, as it stored them, "
                         "else 1000)")
@@ -117,8 +131,10 @@ ANALYZE_DESCRIPTION = (
     "fitness-compute envelope, the depth-breadth fit, the capability gate, thresholds) "
     "from a run store (--store FILE) or from tidy tables (--input runs.csv "
     "[--trajectories trajectories.csv] [--children children.csv] [--per-model "
-    "per_model.csv], e.g. written by `basevolve export --for-analysis`). Runs with several "
-    "models add a per-model table. Prints readable tables, or one JSON document "
+    "per_model.csv] [--fronts fronts.csv], e.g. written by `basevolve export "
+    "--for-analysis`). Runs with several models add a per-model table; runs with several "
+    "objectives their fronts, hypervolume curves and the depth-breadth analysis on "
+    "hypervolume. Prints readable tables, or one JSON document "
     "with --json (NaN as null)."
 )
 REPORT_DESCRIPTION = (
@@ -152,7 +168,7 @@ def _load_and_analyze(args: argparse.Namespace):
 
     tables = load_tables(
         input=args.input, trajectories=args.trajectories, store=args.store, children=args.children,
-        budget_axis=args.budget_axis, per_model=args.per_model,
+        budget_axis=args.budget_axis, per_model=args.per_model, fronts=args.fronts,
     )
     # after the tables: a wrong --store is one line without statsmodels' ~1 s (issue 24, item 8)
     from basevolve.analysis.pipeline import DEFAULT_THRESHOLDS, AnalysisConfig, analyze
@@ -199,6 +215,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         extra = tuple((k, t) for k, t in PRINTED_IF_PRESENT if k in result.tables)
         for key, title in (*PRINTED, *extra):
             df = result.tables[key].map(lambda v: clean(v) if isinstance(v, str) else v)
+            df.columns = [clean(c) for c in df.columns]  # objective names (issue 36)
             print(f"== {title} ==")
             print(
                 df.to_string(index=False)

@@ -6,7 +6,9 @@ writes the three tidy tables the analysis reads instead (``runs``, ``trajectorie
 ``children``: finished runs only, exactly what ``analyze --store`` uses), so
 ``analyze --input runs.csv --trajectories trajectories.csv --children children.csv``
 gives the same result as ``analyze --store`` (issue 12, item 5); a store with runs of
-several models adds ``per_model`` (read by ``analyze --per-model``; issue 25).
+several models adds ``per_model`` (read by ``analyze --per-model``; issue 25), one with
+runs that declared objectives ``fronts`` (read by ``analyze --fronts``; issue 36), and
+the plain export a front file per such run (``fronts/RUN.csv`` + ``.json``).
 """
 
 from __future__ import annotations
@@ -158,7 +160,9 @@ def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None,
     frames = {"runs": tables.runs, "trajectories": tables.trajectories,
               "children": tables.children,
               # only when a run used several models (issue 25): `analyze --per-model`
-              "per_model": tables.per_model}
+              "per_model": tables.per_model,
+              # only when a run declared objectives (issue 36): `analyze --fronts`
+              "fronts": tables.fronts}
     paths = []
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +171,7 @@ def _export_for_analysis(store: str, out: Path, fmt: str, run_id: str | None,
                 continue
             if run_id is not None:
                 df = df[df["run_id"] == run_id]
-                if name == "per_model" and len(df) == 0:  # that run used one model
+                if name in ("per_model", "fronts") and len(df) == 0:  # one model / score
                     continue
             path = out / f"{name}.{fmt}"
             if fmt == "csv":

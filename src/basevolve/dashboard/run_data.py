@@ -16,7 +16,9 @@ call or per program when the user opens one):
   come from ``/api/calls`` and ``/api/errors``);
 * ``models``: only for a run that mixed models or priced its calls (issue 25): calls,
   tokens, FLOPs, USD, improvements and gain per model, and the model bandit's decisions
-  (:mod:`.run_models`).
+  (:mod:`.run_models`);
+* ``front``: only for a run that declared objectives (issue 36): its Pareto front, every
+  program's vector and the front's hypervolume per call (:mod:`.run_front`).
 
 Why the charts are thinned above :data:`.thinning.MAX_POINTS` (issue 22, item 11): a run of
 20,000 calls sent 5.1 MB, most of it chart points no screen can show.  The running
@@ -36,6 +38,7 @@ import numpy as np
 from basevolve.dashboard.db import ReadOnlyStore
 from basevolve.dashboard.lineage import Programs, lineage
 from basevolve.dashboard.run_cache import RunRows
+from basevolve.dashboard.run_front import front_section
 from basevolve.dashboard.run_models import models_section
 from basevolve.dashboard.run_tables import Page, calls_page, errors_page
 from basevolve.dashboard.thinning import even, thin_steps
@@ -219,6 +222,7 @@ def run_page(store: ReadOnlyStore, run_id: str,
     first = Page()
     keys = (programs.errors(), calls["call_index"][calls["has_error"]].tolist())
     models = models_section(store, run, calls, len(rows.program_rows), rows.models_memo)
+    front = front_section(store, run_id, run["config"])  # several objectives (issue 36)
     return {
         "run": run, "totals": totals, "trajectories": _trajectories(store, run_id, calls, start),
         "progress": progress(calls, start, arms), "scatter": scatter(calls),
@@ -227,4 +231,5 @@ def run_page(store: ReadOnlyStore, run_id: str,
         "calls": calls_page(store, run_id, first), "errors": errors_page(store, run_id, first, keys),
         "picture": {"stored": bool(solution)},
         **({} if models is None else {"models": models}),
+        **({} if front is None else {"front": front}),
     }

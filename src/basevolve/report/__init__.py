@@ -9,7 +9,9 @@
     OUT/figures/NAME.png  (+ NAME.pdf unless ``pdf=False``)
 
 Figures with nothing to draw (e.g. no children table) are skipped with a note in
-``index.html`` and ``tables.md``.
+``index.html`` and ``tables.md``.  Runs that declared objectives add the front tables and
+figures (:mod:`.front_tables`, :mod:`.front_figures`; issue 36); other reports are
+unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from basevolve.analysis.envelope import BUDGET_KEYS
 from basevolve.analysis.pipeline import AnalysisResult, to_jsonable
 from basevolve.analysis.tables import Tables
 from basevolve.report import tables as tab
+from basevolve.report.front_tables import FRONT_TABLES
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ OPTIONAL_TABLES: tuple[TableSpec, ...] = (
             },
         ),
     ),
+    # several objectives (issue 36): fronts, hypervolume, depth-breadth on hypervolume
+    *(TableSpec(name, caption, build) for name, caption, build in FRONT_TABLES),
 )
 
 
@@ -196,6 +201,7 @@ def write_report(
     ``pdf=False`` / ``include_json=False`` keep small reports small (docs/example-report).
     """
     from basevolve.report.figures import FIGURES, close
+    from basevolve.report.front_figures import FRONT_FIGURES, has_fronts
 
     root = Path(out)
     (root / "figures").mkdir(parents=True, exist_ok=True)
@@ -207,7 +213,7 @@ def write_report(
         tex_parts.append(tab.to_latex(grid, spec.caption))
         html_parts.append(f"<h2>{html.escape(spec.caption)}</h2>\n{_md_to_html_table(md)}")
     fig_parts = []
-    for spec in FIGURES:
+    for spec in (*FIGURES, *(FRONT_FIGURES if has_fronts(result) else ())):
         fig = spec.build(result, tables)
         if fig is not None:
             fig.savefig(root / "figures" / f"{spec.name}.png", dpi=dpi)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from basevolve.errors import ConfigError
+from basevolve.store.fronts_export import export_fronts
 from basevolve.store.program_files_export import export_program_files
 from basevolve.store.sqlite import RunStore
 
@@ -184,7 +185,8 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
     """Write every raw table as ``<table>.csv`` or ``<table>.parquet`` (``runs`` and
     ``trajectories`` as ``runs_raw`` and ``trajectories_raw``: :data:`RAW_FILE_NAMES`),
     and the per-model breakdown as ``models`` (:func:`models_table`), and each program of
-    several files as a folder of its files (``program_files/RUN/PROGRAM_ID/``, issue 31);
+    several files as a folder of its files (``program_files/RUN/PROGRAM_ID/``, issue 31),
+    and each multi-objective run's front as ``fronts/RUN.<fmt>`` + ``.json`` (issue 36);
     return the paths."""
     writers = {"csv": lambda df, p: df.to_csv(p, index=False),
                "parquet": lambda df, p: df.to_parquet(p, index=False)}
@@ -215,6 +217,7 @@ def export_tables(store_path: str | Path, out_dir: str | Path, fmt: str,
         writers[fmt](models_table(store_path, run_id), path)
         paths.append(path)
         paths += export_program_files(store_path, out, run_id)  # folders (issue 31)
+        paths += export_fronts(store_path, out, run_id, fmt)  # fronts (issue 36)
     except OSError as exc:
         where = exc.filename or out
         raise ConfigError(f"cannot write the export to {str(out)!r}: "

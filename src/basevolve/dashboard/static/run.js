@@ -20,12 +20,18 @@
   const modelsSection = section("Models", modelsBox, chartBox("chart-models"), banditBox);
   modelsSection.id = "models-section";
   modelsSection.hidden = true;
+  // Several objectives (issue 36): shown only when /api/run has a "front" section.
+  const frontBox = box("front");
+  const frontSection = section("Pareto front", frontBox, chartBox("chart-front-hv"));
+  frontSection.id = "front-section";
+  frontSection.hidden = true;
   // A run id the store does not hold: one message instead of empty sections (issue 24,
   // item 15); the sections come back if the run appears (a live store).
   const missing = el("div", {id: "missing"});
   const content = el("div", {id: "run-content"},
     section("Run", head, totals),
     modelsSection,
+    frontSection,
     section("Running best", el("div", {class: "charts"}, chartBox("chart-calls"), chartBox("chart-flops")), chartNote),
     section("Children", chartBox("chart-scatter")),
     pullsSection,
@@ -186,6 +192,17 @@
         {key: "reward", label: "reward", num: true, cell: (x) => num(x.reward)},
       ], b.last, {class: "compact", rowClass: () => "decision-row"})),
       el("h3", {}, "Model bandit state (stored with the newest decision)"), kv(summary));
+  }
+
+  function renderFront(d) {
+    const f = d.front;
+    frontSection.hidden = !f;
+    if (!f) return;
+    BVFront.render(frontBox, f);
+    const holder = document.getElementById("chart-front-hv");
+    holder.hidden = !f.curve;
+    if (f.curve) chart(holder, {title: "Hypervolume of the front vs calls", x: f.curve.calls, xLabel: "calls done",
+      yLabel: "hypervolume", intX: true, series: [{label: "hypervolume", data: f.curve.hypervolume, color: "#000", steps: true}]});
   }
 
   function renderTrajectories(d) {
@@ -419,6 +436,7 @@
     runModel = d.run.model;
     renderHead(d);
     renderModels(d);
+    renderFront(d);
     renderCharts(d);
     renderTrajectories(d);
     renderPicture(d);
