@@ -16,6 +16,8 @@ from typing import Any
 
 from basevolve.errors import ConfigError
 from basevolve.passenv import check_data, check_env
+from basevolve.vocab import FEEDBACK_MODES as FEEDBACK_MODES  # the CLI's --feedback choices
+from basevolve.vocab import check_feedback
 
 PULL_MODES = ("call", "generation")
 #: Largest accepted budget C.  Why a bound at all: C sizes per-call bookkeeping and the
@@ -38,9 +40,6 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: any longer is a typo, not a timeout
 DEFAULT_WINDOW, WINDOW_MARGIN, MAX_WINDOW = 24, 8, 100_000
 REWARDS = ("best", "improvement")
 CHARGE_UNANSWERED = ("worst", "none")  # keys of basevolve.llm.flops.CHARGE_UNANSWERED
-#: ``--feedback``: what of a parent's evaluation the next prompt shows (issue 21, part 3;
-#: :mod:`basevolve.prompts.feedback`).  ``none`` keeps the paper's verbatim prompts.
-FEEDBACK_MODES = ("none", "artifacts")
 
 
 #: Longest run id.  Why: a run id names the folder ``basevolve-out/RUN_ID`` and a Ray
@@ -66,15 +65,6 @@ def check_run_id(run_id: str, flag: str = "--run-id") -> str:
             f"{flag} {shown} is not a safe run id: use 1 to {MAX_RUN_ID} letters, digits, "
             "'.', '_', '+' or '-', starting with a letter or digit (it names a folder)")
     return run_id
-
-
-def check_feedback(mode: object) -> str:
-    """``mode`` if it is one of :data:`FEEDBACK_MODES`, else one clear ConfigError."""
-    if not isinstance(mode, str) or mode not in FEEDBACK_MODES:
-        raise ConfigError(f"--feedback must be one of {', '.join(FEEDBACK_MODES)}, got "
-                          f"{mode!r} (artifacts shows the evaluator's feedback in the next "
-                          "prompt)")
-    return mode
 
 
 def generate_run_id(task: str) -> str:
@@ -276,54 +266,14 @@ class RunConfig:
                 f"--arm-in-flight must be an integer >= 1 (calls per trajectory in flight), "
                 f"got {self.arm_in_flight!r}")
         self._check_deterministic()
-        self._check_models()
         check_env(self.env, self.env_secret)
         object.__setattr__(self, "env_secret", tuple(self.env_secret))
         check_data(self.data)
-        from basevolve.protocols import PROTOCOLS  # late: protocols import tasks, not config
-
-        params = PROTOCOLS.get(self.protocol).parse_params(self.protocol_params)
-        object.__setattr__(self, "protocol_params", params)
-        if self.task_params:
-            from basevolve.tasks.user_task import task_params_of
-
-            object.__setattr__(self, "task_params", task_params_of(self.task, self.task_params))
         if not self.run_id:
             object.__setattr__(self, "run_id", generate_run_id(self.task))
         check_run_id(self.run_id)
         if not 0 <= self.seed <= MAX_SEED:  # stored as an SQLite INTEGER (64-bit signed)
             raise ConfigError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
-
-    def _check_models(self) -> None:
-        """``--model`` given several times (issue 25; :func:`~basevolve.llm.ensemble.
-        check_run_models`): stored as a tuple of plain dicts, the first model the run's
-        ``model``, so code that knows one model sees the primary one."""
-        from basevolve.llm.ensemble import check_run_models
-
-        object.__setattr__(self, "models", check_run_models(
-            self.models, self.model, self.model_allocator, self.model_reward))
-        if self.models:  # the first model's own endpoint and size are the run's
-            first = self.models[0]
-            for key in ("base_url", "params"):
-                mine, its = getattr(self, key), first.get(key)
-                if its is not None and mine is not None and its != mine:
-                    raise ConfigError(f"--{key.replace('_', '-')} {mine!r} and --model "
-                                      f"{first['name']},{key}={its!r} disagree; give one")
-                if its is not None:
-                    object.__setattr__(self, key, its)
-
-    def model_entries(self) -> tuple[Any, ...]:
-        """The run's models as :class:`~basevolve.llm.ensemble.ModelEntry` (one for a
-        single-model run: ``model``/``base_url``/``params``); the first carries the run's
-        ``params`` when it gives none of its own."""
-        from basevolve.llm.ensemble import ModelEntry, parse_models
-
-        if not self.models:
-            return (ModelEntry(self.model, self.base_url, self.params),)
-        first, *rest = parse_models(self.models)
-        if first.params is None and self.params is not None:  # --params names the first
-            first = replace(first, params=self.params)
-        return (first, *rest)
 
     def _check_deterministic(self) -> None:
         """``--deterministic`` / ``--window`` (issue 23, part 2; engine/ordering.py)."""
@@ -436,7 +386,7 @@ class RunConfig:
         last pull is cut short when N does not divide what is left).  Under a FLOPs or
         token budget the number of calls is not known in advance: ``horizon`` is set when
         the run starts to the decisions left if every call cost its worst case (a lower
-        bound; :func:`basevolve.engine.budget.cost_horizon`).
+        bound; :func:`basevolve.engine.budget.plan_cost_budget`).
         """
         if self.horizon is not None:
             return self.horizon

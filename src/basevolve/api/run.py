@@ -22,6 +22,7 @@ from basevolve.api.checks import check_type
 from basevolve.api.loop import Progress, call_async, call_blocking
 from basevolve.api.result import RunResult
 from basevolve.config import RunConfig, depth_from_breadth
+from basevolve.engine.run_checks import checked_run
 from basevolve.errors import ConfigError, TaskError
 from basevolve.tasks.base import TASKS, Task
 
@@ -52,7 +53,7 @@ def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
     for name, value in {"budget": budget, "depth": depth, "breadth": breadth, **values}.items():
         check_type(name, value, hints.get(name, int | None))
     depth = depth_from_breadth(budget, depth, breadth)
-    return RunConfig(task=task, budget=budget, depth=depth, **values)
+    return checked_run(RunConfig(task=task, budget=budget, depth=depth, **values))
 
 
 def resolve_task(task: Any) -> tuple[str, Task | None]:

@@ -28,9 +28,11 @@ from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.finished import finished_summary, finished_summary_async
 from basevolve.engine.models import check_models, model_costs, model_max_tokens
 from basevolve.engine.resumable import check_resumable
+from basevolve.engine.run_checks import checked_run
 from basevolve.engine.summary import build_summary, write_outputs
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, answered_by_llm, text_evaluator
 from basevolve.errors import ConfigError, StoreError
+from basevolve.llm.ensemble import model_entries
 from basevolve.llm.settings import LLMSettings
 from basevolve.store import RunStore
 
@@ -53,7 +55,7 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
 
     # --max-tokens, else the model's default in the catalog (Qwen3 thinks: issue 23)
     # (the first model's own max_tokens= key first: each model has its own, issue 34)
-    max_tokens = model_max_tokens(cfg, cfg.model_entries()[0])
+    max_tokens = model_max_tokens(cfg, model_entries(cfg)[0])
     timeouts = cfg.llm_timeouts()  # --request-timeout / --call-timeout
     if cfg.base_url is not None:
         # The default request timeout is 4,096 tokens at ~14 tokens/s; a larger cap (a
@@ -313,6 +315,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     """
     from basevolve.tasks.identity import object_identity, resolve_task_spec, task_identity
 
+    cfg = checked_run(cfg)  # a config built by hand is checked as the CLI's is
     if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
@@ -356,7 +359,7 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
     with RunStore(store_path, create=False) as store, run_lock(store_path, run_id):
         row = store.get_run(run_id)
         assert row is not None  # checked above; runs are never deleted
-        cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+        cfg = checked_run(RunConfig.from_dict(json.loads(row["config_json"])))
         if row["status"] == "finished":  # outputs a killed process never wrote: now
             return finished_summary(
                 store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
@@ -402,6 +405,7 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import task_identity
 
+    cfg = checked_run(cfg)
     task = task if task is not None else load_task(cfg.task, cfg.task_params)
     answers = None if client is None else answer_setup(task, cfg, client, probe=False)
     cfg = plan_cost_budget(cfg, task, _active_params(cfg, client),
@@ -427,7 +431,7 @@ async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = N
     row = store.get_run(run_id)
     if row is None:
         raise ConfigError(f"run {run_id!r} is not in {str(store.path)!r}")
-    cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+    cfg = checked_run(RunConfig.from_dict(json.loads(row["config_json"])))
     if row["status"] == "finished":  # outputs a killed process never wrote: now
         return await finished_summary_async(
             store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
