@@ -10,6 +10,7 @@ from typing import Any
 from basevolve.config import RunConfig
 from basevolve.engine.models import ModelRouter
 from basevolve.engine.runner import llm_settings
+from basevolve.llm.ensemble import model_entries
 from basevolve.llm.factory import make_client
 from basevolve.protocols import Proposal
 from basevolve.store import RunStore
@@ -25,7 +26,7 @@ def router(tmp_path: Path, models: tuple[str, ...], **kw: Any) -> ModelRouter:
     store = RunStore(tmp_path / "router.sqlite")
     store.create_run("r", cfg.to_dict(), active_params=None)
     settings = llm_settings(cfg)
-    client = make_client(first, URL, params=cfg.model_entries()[0].params, settings=settings)
+    client = make_client(first, URL, params=model_entries(cfg)[0].params, settings=settings)
     return ModelRouter(cfg, client, settings, store=store, run_id="r")
 
 

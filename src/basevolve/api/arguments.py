@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 
 from basevolve.api.checks import check_type
 from basevolve.config import RunConfig, depth_from_breadth
+from basevolve.engine.run_checks import checked_run
 from basevolve.errors import ConfigError, TaskError
 from basevolve.tasks.base import TASKS, Task
 
@@ -48,7 +49,7 @@ def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
     for name, value in {"budget": budget, "depth": depth, "breadth": breadth, **values}.items():
         check_type(name, value, hints.get(name, int | None))
     depth = depth_from_breadth(budget, depth, breadth)
-    return RunConfig(task=task, budget=budget, depth=depth, **values)
+    return checked_run(RunConfig(task=task, budget=budget, depth=depth, **values))
 
 
 def resolve_task(task: Any) -> tuple[str, Task | None]:

@@ -192,7 +192,9 @@ def _config(args: argparse.Namespace) -> RunConfig:
     from basevolve.tasks.identity import resolve_task_spec
 
     task = resolve_task_spec(task_spec)  # a task file is stored by its absolute path
-    cfg = RunConfig(  # validates the numbers before the task is imported or a server asked
+    from basevolve.engine.run_checks import checked_run
+
+    cfg = checked_run(RunConfig(  # checked before the task is imported or a server asked
         task=task, **budget, model=model or "embedded", models=models,
         model_allocator=args.model_allocator, model_reward=args.model_reward,
         base_url=args.base_url, params=args.params, seed=0 if args.seed is None else args.seed,
@@ -206,7 +208,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         arm_in_flight=args.arm_in_flight, charge_unanswered=args.charge_unanswered,
         task_params=task_params,
         count_eval_calls=args.count_eval_calls, feedback=args.feedback or "none",
-        deterministic=args.deterministic, window=args.window, **_passthrough(args))
+        deterministic=args.deterministic, window=args.window, **_passthrough(args)))
     ALLOCATORS.get(cfg.allocator)  # unknown names before a server is asked
     PROTOCOLS.get(cfg.protocol)
     changes: dict[str, Any] = {}

@@ -67,6 +67,7 @@ def _open(path: str) -> RunStore:
 def runs_command(args: argparse.Namespace) -> int:
     from basevolve.config import RunConfig
     from basevolve.engine.budget import budget_report
+    from basevolve.engine.run_checks import checked_run
     from basevolve.store.liveness import live_status
     from basevolve.store.per_model import model_breakdown, total_cost_usd
 
@@ -78,7 +79,7 @@ def runs_command(args: argparse.Namespace) -> int:
             best = store.query("SELECT max(score) FROM programs WHERE run_id=?", (r["run_id"],))[0][0]
             start = store.query("SELECT score FROM programs WHERE run_id=? AND is_initial=1",
                                 (r["run_id"],))  # "start -> best" (issue 37, item 3)
-            cfg = RunConfig.from_dict(json.loads(r["config_json"]))
+            cfg = checked_run(RunConfig.from_dict(json.loads(r["config_json"])))
             budget = budget_report(store, cfg, r["active_params"])
             # per model (issue 25): the summary's own breakdown, one model for older runs
             models = model_breakdown(store.query, r["run_id"], r["model"])

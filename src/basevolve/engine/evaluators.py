@@ -1,7 +1,7 @@
 """Which engine evaluator scores a task: one registry keyed by ``Task.evaluation``.
 
 docs/design.md, "one registry for named things": a task says *how* its programs are
-scored (``evaluation = "entry"``, ``"calls"`` or ``"openevolve"``) and the engine builds
+scored (``evaluation``, one of :data:`basevolve.tasks.base.EVALUATION_KINDS`) and the engine builds
 the matching evaluator from here, instead of branching on task types.  Every factory is
 called as ``factory(task, pool, scorer_log=..., notify=...)`` and returns an object with
 ``async evaluate(code) -> Evaluation``, ``async execute(code) -> ExecResult``,

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from basevolve.engine.ledger import usd_of
 from basevolve.engine.model_credit import (
     MODEL_REWARDS,
     CallCost,
@@ -58,7 +59,7 @@ from basevolve.engine.model_credit import (
 )
 from basevolve.errors import StoreError
 from basevolve.llm.call_order import CALL_ORDER, order_value
-from basevolve.llm.ensemble import model_max_tokens
+from basevolve.llm.ensemble import model_entries, model_max_tokens
 from basevolve.llm.sending import sending, waiting
 
 _WEIGHT_STREAM = 0x6D6F64  # "mod": the fixed-weight draw's own seed stream
@@ -96,7 +97,7 @@ class ModelRouter:
 
         self.cfg, self.store, self.run_id = cfg, store, run_id
         self.no_usage = settings.no_usage
-        self.entries = cfg.model_entries()
+        self.entries = model_entries(cfg)
         self.models: list[Served] = []
         for i, e in enumerate(self.entries):
             cap = model_max_tokens(cfg, e, first=settings.max_tokens if i == 0 else None)
@@ -312,8 +313,6 @@ class ModelRouter:
         price = self.models[arm].price
         if price is None:
             return None
-        from basevolve.engine.budget import usd_of
-
         return usd_of(completion, price, self.models[arm].max_tokens, self.no_usage)
 
     def params_of(self) -> dict[str | None, float]:
@@ -341,7 +340,7 @@ def model_costs(cfg: Any) -> list[tuple[float, Any, int]]:
     from basevolve.llm.catalog import resolve_model
 
     out = []
-    for e in cfg.model_entries():
+    for e in model_entries(cfg):
         spec = resolve_model(e.name, e.params)
         out.append((float(spec.active_params), _price(e, spec.name), model_max_tokens(cfg, e)))
     return out
@@ -355,7 +354,7 @@ def check_models(cfg: Any) -> None:
     from basevolve.errors import ConfigError
     from basevolve.llm.ensemble import check_catalog
 
-    entries = cfg.model_entries()
+    entries = model_entries(cfg)
     check_catalog(entries, cfg.base_url)
     for e in entries:
         if e.base_url is not None and e.base_url != cfg.base_url:
@@ -381,7 +380,7 @@ def unpriced_model(cfg: Any) -> str | None:
     another budget); the CLI and a sweep file word the refusal each their own way."""
     if cfg.budget_kind != "usd":
         return None
-    for e, (_, price, _) in zip(cfg.model_entries(), model_costs(cfg), strict=True):
+    for e, (_, price, _) in zip(model_entries(cfg), model_costs(cfg), strict=True):
         if price is None:
             return str(e.name)
     return None

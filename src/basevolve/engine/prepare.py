@@ -19,6 +19,7 @@ from basevolve.engine.evaluator import needs_own_pool, start_pool
 from basevolve.engine.evaluators import evaluator_for
 from basevolve.engine.models import check_models, model_max_tokens
 from basevolve.engine.text_eval import AnswerSetup, answer_setup, text_evaluator
+from basevolve.llm.ensemble import model_entries
 from basevolve.llm.settings import LLMSettings
 from basevolve.store import RunStore
 
@@ -41,7 +42,7 @@ def llm_settings(cfg: RunConfig) -> LLMSettings:
 
     # --max-tokens, else the model's default in the catalog (Qwen3 thinks: issue 23)
     # (the first model's own max_tokens= key first: each model has its own, issue 34)
-    max_tokens = model_max_tokens(cfg, cfg.model_entries()[0])
+    max_tokens = model_max_tokens(cfg, model_entries(cfg)[0])
     timeouts = cfg.llm_timeouts()  # --request-timeout / --call-timeout
     if cfg.base_url is not None:
         # The default request timeout is 4,096 tokens at ~14 tokens/s; a larger cap (a

@@ -35,6 +35,7 @@ from basevolve.engine.prepare import (
     quiet,
 )
 from basevolve.engine.resumable import check_resumable
+from basevolve.engine.run_checks import checked_run
 from basevolve.engine.text_eval import answer_setup, answered_by_llm
 from basevolve.errors import ConfigError, StoreError
 from basevolve.store import RunStore
@@ -92,6 +93,7 @@ def start_run(cfg: RunConfig, store_path: str | Path, *, progress: Progress | No
     """
     from basevolve.tasks.identity import object_identity, resolve_task_spec, task_identity
 
+    cfg = checked_run(cfg)  # a config built by hand is checked as the CLI's is
     if task is None and resolve_task_spec(cfg.task) != cfg.task:  # a file: absolute path
         cfg = dataclasses.replace(cfg, task=resolve_task_spec(cfg.task))
     task_obj = task
@@ -138,7 +140,7 @@ def resume_run(run_id: str, store_path: str | Path, *, progress: Progress | None
     with RunStore(store_path, create=False) as store, run_lock(store_path, run_id):
         row = store.get_run(run_id)
         assert row is not None  # checked above; runs are never deleted
-        cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+        cfg = checked_run(RunConfig.from_dict(json.loads(row["config_json"])))
         if row["status"] == "finished":  # outputs a killed process never wrote: now
             return finished_summary(
                 store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),
@@ -184,6 +186,7 @@ async def start_run_async(cfg: RunConfig, store: RunStore, *, task: Any | None =
     from basevolve.tasks import load_task
     from basevolve.tasks.identity import task_identity
 
+    cfg = checked_run(cfg)
     task = task if task is not None else load_task(cfg.task, cfg.task_params)
     answers = None if client is None else answer_setup(task, cfg, client, probe=False)
     cfg = plan_cost_budget(cfg, task, active_params(cfg, client),
@@ -211,7 +214,7 @@ async def resume_run_async(run_id: str, store: RunStore, *, task: Any | None = N
     row = store.get_run(run_id)
     if row is None:
         raise ConfigError(f"run {run_id!r} is not in {str(store.path)!r}")
-    cfg = RunConfig.from_dict(json.loads(row["config_json"]))
+    cfg = checked_run(RunConfig.from_dict(json.loads(row["config_json"])))
     if row["status"] == "finished":  # outputs a killed process never wrote: now
         return await finished_summary_async(
             store, cfg, lambda t: make_evaluator(t, cfg, pool, None, store),

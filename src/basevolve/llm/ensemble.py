@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from basevolve.errors import ConfigError
+from basevolve.vocab import PURPOSES  # a model's role is a call's purpose
 
 ALIASES = {"url": "base_url", "in_flight": "max_in_flight", "roles": "role"}
 KEYS = ("base_url", "params", "max_in_flight", "weight", "role", "price", "max_tokens")
@@ -144,8 +145,6 @@ def _entry(name: str, f: dict[str, Any]) -> ModelEntry:
         raise ConfigError(f"--model {name}: weight must be >= 0, got {weight}")
     role = f.get("role") or ()
     roles = tuple(r.strip() for r in role.split("+")) if isinstance(role, str) else tuple(role)
-    from basevolve.protocols.base import PURPOSES  # a role is a call's purpose
-
     for r in roles:
         if r not in PURPOSES:
             raise ConfigError(f"--model {name}: unknown role {r!r}; a role is a call purpose: "
@@ -183,7 +182,7 @@ def parse_models(specs: Iterable[str | Mapping[str, Any] | ModelEntry]) -> tuple
 def check_catalog(entries: Sequence[ModelEntry], base_url: str | None) -> None:
     """Each model is known (catalog or ``params``) and reachable in principle: a served
     model needs an endpoint, of its own or the run's.  No I/O.  ``entries`` as
-    :meth:`basevolve.config.RunConfig.model_entries` gives them (the run's ``params``
+    :func:`model_entries` gives them (the run's ``params``
     already on the first)."""
     from basevolve.llm.catalog import resolve_model
 
@@ -208,7 +207,8 @@ def check_catalog(entries: Sequence[ModelEntry], base_url: str | None) -> None:
 def check_run_models(models: Any, model: str, allocator: str | None,
                      reward: str) -> tuple[dict[str, Any], ...]:
     """A run's ``models``, ``model_allocator`` and ``model_reward`` checked together
-    (:class:`~basevolve.config.RunConfig`); the models as plain dicts (stored JSON)."""
+    (:func:`basevolve.engine.run_checks.checked_run`); the models as plain dicts (stored
+    JSON)."""
     if not models:
         if allocator is not None:
             raise ConfigError("--model-allocator chooses among several models; give --model "
@@ -234,6 +234,19 @@ def check_run_models(models: Any, model: str, allocator: str | None,
         raise ConfigError(f"--model-reward must be one of {', '.join(MODEL_REWARDS)}, got "
                           f"{reward!r}")
     return tuple(e.to_dict() for e in entries)
+
+
+def model_entries(cfg: Any) -> tuple[ModelEntry, ...]:
+    """A run's models as :class:`ModelEntry` (one for a single-model run: ``model`` /
+    ``base_url`` / ``params``); the first carries the run's ``params`` when it gives none
+    of its own.  ``cfg``: a :class:`~basevolve.config.RunConfig` (a function here, not a
+    method there, so the run options need nothing of the LLM layer; issue 33)."""
+    if not cfg.models:
+        return (ModelEntry(cfg.model, cfg.base_url, cfg.params),)
+    first, *rest = parse_models(cfg.models)
+    if first.params is None and cfg.params is not None:  # --params names the first
+        first = replace(first, params=cfg.params)
+    return (first, *rest)
 
 
 def model_max_tokens(cfg: Any, entry: Any, first: int | None = None) -> int:
@@ -263,5 +276,5 @@ def weighted_choice(weights: Sequence[float], u: float) -> int:
 
 
 __all__ = ["KEYS", "MAX_MODELS", "MODEL_REWARDS", "ModelEntry", "check_catalog",
-           "check_run_models", "model_max_tokens", "parse_model", "parse_models",
+           "check_run_models", "model_entries", "model_max_tokens", "parse_model", "parse_models",
            "weighted_choice"]

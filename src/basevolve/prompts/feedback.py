@@ -37,8 +37,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from basevolve.config import FEEDBACK_MODES
 from basevolve.safe_text import utf8_safe
+from basevolve.vocab import FEEDBACK_MODES
 
 __all__ = ["FEEDBACK_MODES", "ITEM_CHARS", "TOTAL_CHARS", "append_section", "clean", "clip",
            "feedback_items", "render_feedback"]

@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from basevolve.config import check_feedback
 from basevolve.errors import BasevolveError, ConfigError
 from basevolve.objectives import Objectives
 from basevolve.params import Param, parse_params
@@ -39,14 +38,7 @@ from basevolve.prompts.parse import ParsedProgram, extract_program
 from basevolve.protocols.vectors import ObjectiveVectors
 from basevolve.registry import Registry
 from basevolve.tasks.base import Task
-
-#: What an LLM call is for (stored per call, ``calls.purpose``).  Every purpose costs one
-#: unit of C: no protocol makes hidden calls.  ``paradigm``: AdaEvolve's breakthrough
-#: ideas (issue 26).
-PURPOSES: tuple[str, ...] = ("mutation", "fix", "judge", "meta_prompt", "summary", "paradigm")
-#: Purposes whose reply is text for the protocol, not a program to run and score: the
-#: engine hands the reply to :meth:`Protocol.tell_text` and stores no program.
-TEXT_PURPOSES: tuple[str, ...] = ("judge", "meta_prompt", "summary", "paradigm")
+from basevolve.vocab import PURPOSES, TEXT_PURPOSES, check_feedback
 
 
 class ProtocolStateError(BasevolveError, RuntimeError):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from basevolve.config import MAX_RUN_ID, MAX_SEED, RUN_ID_PATTERN, RunConfig
+from basevolve.engine.run_checks import checked_run
 from basevolve.errors import ConfigError
 from basevolve.sweep.cost import readable as cost_readable
 from basevolve.sweep.cost import resolve as resolve_cost
@@ -209,7 +210,7 @@ def _validated(given: dict[str, Any], run_id: str, where: str, source: str) -> R
     # written, so moving the sweep folder does not rename its runs.
     given = {**primary(given), "task": resolve_task_spec(str(given["task"]))}
     try:
-        return RunConfig(**given, run_id=run_id)
+        return checked_run(RunConfig(**given, run_id=run_id))
     except ConfigError as exc:
         shown = ", ".join(f"{k}={v}" for k, v in given.items() if k in
                           ("task", "model", "protocol", "allocator", "arms", "budget", "depth"))

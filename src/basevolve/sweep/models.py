@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from basevolve.errors import ConfigError
+from basevolve.llm.ensemble import model_entries
 
 
 def model_lists(value: Any, where: str, source: str) -> list[list[dict[str, Any]]]:
@@ -109,7 +110,7 @@ def check_run_models(cfg: Any) -> None:
 
     if not cfg.models:
         return
-    entries = cfg.model_entries()
+    entries = model_entries(cfg)
     for e in entries:
         try:
             spec = resolve_model(e.name, e.params)
@@ -136,7 +137,7 @@ def check_run_models(cfg: Any) -> None:
 
 def model_endpoints(cfg: Any) -> Iterator[tuple[str, str]]:
     """(model name, endpoint) of each model of the run served at an endpoint of its own."""
-    for e in cfg.model_entries() if cfg.models else ():
+    for e in model_entries(cfg) if cfg.models else ():
         if e.base_url is not None and e.base_url.rstrip("/") != (cfg.base_url or "").rstrip("/"):
             yield e.name, e.base_url
 

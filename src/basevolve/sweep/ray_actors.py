@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from basevolve.config import RunConfig
+from basevolve.engine.run_checks import checked_run
 from basevolve.sweep.limits import LimitedClient, PriorityLimiter
 
 _CLASSES: dict[int, tuple[Any, Any]] = {}
@@ -103,7 +104,7 @@ class NodeRunner:
         from basevolve.store import RunStore
         from basevolve.store.transfer import export_run
 
-        cfg = RunConfig.from_dict(cfg_dict)
+        cfg = checked_run(RunConfig.from_dict(cfg_dict))
         pool = await self._pool()
         client = LimitedClient(self.clients.get(cfg), RayLimiter(limiter, owner), rank)
         task = self.tasks.get(cfg.task, cfg.task_params)

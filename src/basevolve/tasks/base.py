@@ -43,6 +43,15 @@ class ScoreResult:
     artifacts: dict[str, str] = field(default_factory=dict)
 
 
+
+#: How a task's programs are scored (``Task.evaluation``): ``entry`` (one call of
+#: ``entry()``, its value scored here), ``calls`` (a trusted evaluator calls the program,
+#: :class:`basevolve.tasks.function.FunctionTask`) or ``openevolve`` (a task directory's
+#: evaluator, sandboxed).  The vocabulary lives with the task (issue 33): the engine
+#: registers one evaluator per kind (:mod:`basevolve.engine.evaluators`), and a task is
+#: checked against these names without importing the engine.
+EVALUATION_KINDS: tuple[str, ...] = ("entry", "calls", "openevolve")
+
 class Task(ABC):
     """A problem basevolve can evolve programs for: subclass it to write your own.
 
@@ -93,9 +102,8 @@ class Task(ABC):
     timeout_s: ClassVar[float] = 60.0
     language: ClassVar[str] = "python"
     artifact: ClassVar[str] = "program"  # or "text" (basevolve.tasks.text.TextTask)
-    # How a program is scored: "entry" (one call of entry(), its value scored here),
-    # "calls" (basevolve.tasks.function.FunctionTask) or "openevolve" (a task directory);
-    # the engine's evaluator for each is in basevolve.engine.evaluators.EVALUATORS.
+    # How a program is scored: one of EVALUATION_KINDS; the engine's evaluator for each
+    # is registered in basevolve.engine.evaluators.EVALUATORS.
     evaluation: ClassVar[str] = "entry"
     PARAMS: ClassVar[tuple[Param, ...]] = ()  # declared --task-param keys
     # Several objectives (issue 36; docs/tasks.md): metric names of score_value's

@@ -31,7 +31,7 @@ from typing import Any
 from basevolve.errors import ConfigError, TaskError
 from basevolve.params import parse_params
 from basevolve.sandbox.config import MAX_TIMEOUT_S
-from basevolve.tasks.base import TASKS, Task
+from basevolve.tasks.base import EVALUATION_KINDS, TASKS, Task
 
 
 def load_task(spec: str | Path, params: Mapping[str, Any] | None = None) -> Task:
@@ -163,12 +163,10 @@ def check_task(task: Task, where: str = "") -> Task:
             f"task {task.name!r}{at}: timeout_s must be a positive number of"
             f" seconds, at most {MAX_TIMEOUT_S:g}, got {timeout!r}"
         )
-    from basevolve.engine.evaluators import EVALUATORS  # the engine imports tasks: lazily
-
     kind = getattr(task, "evaluation", "entry")
-    if not isinstance(kind, str) or kind not in EVALUATORS:
+    if not isinstance(kind, str) or kind not in EVALUATION_KINDS:
         raise TaskError(f"task {task.name!r}{at}: evaluation={kind!r} is not a kind of "
-                        f"evaluation; known: {', '.join(EVALUATORS.names())}")
+                        f"evaluation; known: {', '.join(sorted(EVALUATION_KINDS))}")
     call = getattr(task, "call_timeout_s", None)
     if kind == "calls" and (isinstance(call, bool) or not isinstance(call, int | float)
                             or not 0 < call <= timeout):
