@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from typing import Any
 
-import moocore
 import numpy as np
 
 from basevolve.objectives import Objectives
@@ -24,12 +24,21 @@ from basevolve.objectives import Objectives
 Vector = tuple[float, ...]
 
 
+def _moocore() -> Any:
+    """moocore, imported on first use: the CLI imports the protocols (and so this module)
+    to list its choices, and loading moocore there would slow every start-up by ~50 ms
+    (issue 33: the CLI's start-up time does not grow)."""
+    import moocore
+
+    return moocore
+
+
 def nondominated_mask(vectors: Sequence[Vector], objectives: Objectives) -> list[bool]:
     """Per vector: is it on the front of ``vectors`` (duplicates all kept)."""
     if not vectors:
         return []
     arr = np.asarray(vectors, dtype=float)
-    return [bool(b) for b in moocore.is_nondominated(arr, maximise=list(objectives.maximise),
+    return [bool(b) for b in _moocore().is_nondominated(arr, maximise=list(objectives.maximise),
                                                       keep_weakly=True)]
 
 
@@ -38,7 +47,7 @@ def pareto_ranks(vectors: Sequence[Vector], objectives: Objectives) -> list[int]
     if not vectors:
         return []
     arr = np.asarray(vectors, dtype=float)
-    return [int(r) + 1 for r in moocore.pareto_rank(arr, maximise=list(objectives.maximise))]
+    return [int(r) + 1 for r in _moocore().pareto_rank(arr, maximise=list(objectives.maximise))]
 
 
 def hypervolume(vectors: Sequence[Vector], reference: Vector, objectives: Objectives) -> float:
@@ -47,7 +56,7 @@ def hypervolume(vectors: Sequence[Vector], reference: Vector, objectives: Object
     if not vectors:
         return 0.0
     arr = np.asarray(vectors, dtype=float)
-    return float(moocore.hypervolume(arr, ref=np.asarray(reference, dtype=float),
+    return float(_moocore().hypervolume(arr, ref=np.asarray(reference, dtype=float),
                                      maximise=list(objectives.maximise)))
 
 

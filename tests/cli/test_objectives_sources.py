@@ -153,3 +153,20 @@ def test_openevolve_initial_program_that_cannot_be_evaluated(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "could not be evaluated, so no LLM call was made" in err and "broken start" in err
     assert not store.exists()
+
+
+def test_python_api_takes_the_flag_string_and_a_list_point(tmp_path):
+    """objectives= as --objectives spells it and reference_point= as a list (issue 36)."""
+    task = task_file(tmp_path)
+    store = tmp_path / "api2.sqlite"
+    with LLMTestServer(two_numbers_reply) as srv:
+        common = {"base_url": srv.base_url, "model": "test-model", "params": 1e9,
+                  "store": store, "progress": False}
+        with pytest.raises(ConfigError, match=r"^objectives=: objective 'a' has direction 'up'"):
+            basevolve.run(str(task), 2, run_id="bad", objectives="a:up,b:min", **common)
+        assert not store.exists() and srv.n_requests == 0
+        r = basevolve.run(str(task), 2, run_id="flag", objectives="a:max,b:min",
+                          reference_point=[0.5, 5.0], **common)
+        assert r.summary["calls_completed"] == 2
+    cfg = _stored(store)
+    assert cfg["objectives"] == {"a": "max", "b": "min"} and cfg["reference_point"] == [0.5, 5.0]

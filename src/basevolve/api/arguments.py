@@ -22,6 +22,7 @@ from basevolve.api.checks import check_type
 from basevolve.config import RunConfig, depth_from_breadth
 from basevolve.engine.run_checks import checked_run
 from basevolve.errors import ConfigError, TaskError
+from basevolve.objectives import parse_objectives
 from basevolve.tasks.base import TASKS, Task
 
 TaskSpec: TypeAlias = str | os.PathLike[str] | Task | type[Task]
@@ -46,6 +47,11 @@ def build_config(task: str, budget: int, depth: int | None, breadth: int | None,
         from basevolve.llm.catalog import parse_params
 
         values["params"] = parse_params(values["params"], "params=")
+    if isinstance(values.get("reference_point"), list):  # a list reads as well (issue 36)
+        values["reference_point"] = tuple(values["reference_point"])
+    if isinstance(values.get("objectives"), str):  # "accuracy:max,seconds:min" as the flag
+        objs = parse_objectives(values["objectives"], what="objectives=")
+        values["objectives"] = objs.as_dict() if objs is not None else {}
     for name, value in {"budget": budget, "depth": depth, "breadth": breadth, **values}.items():
         check_type(name, value, hints.get(name, int | None))
     depth = depth_from_breadth(budget, depth, breadth)
