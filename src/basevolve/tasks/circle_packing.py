@@ -7,7 +7,7 @@ Scoring rules (reference evaluators, tolerance ``tol`` = 1e-6; strict mode ``tol
 
 * the entry returns ``(centers, radii, sum_radii)``; ``centers`` (26, 2), ``radii``
   (26,), both finite real numbers (arrays or nested lists, see
-  :mod:`basevolve.tasks.geometry`);
+  :mod:`basevolve.geometry`);
 * ``sum_radii`` is **never trusted**: the fitness uses ``radii.sum()`` recomputed here.
   The reported value is only recorded (``reported_sum_radii`` metric, when it is a
   finite number) and does not affect validity;
@@ -20,19 +20,21 @@ Scoring rules (reference evaluators, tolerance ``tol`` = 1e-6; strict mode ``tol
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
-from basevolve.tasks.builtin import BuiltinTask
-from basevolve.tasks.geometry import (
+from basevolve.errors import TaskError
+from basevolve.geometry import (
     as_float_array,
     as_float_scalar,
     finite_metrics,
     pairwise_distances,
     quiet_numpy,
 )
+from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
+from basevolve.tasks.builtin import BuiltinTask
 
 N_CIRCLES = 26
 BENCHMARK_SUM_RADII = 2.635  # AlphaEvolve, n = 26 (paper, Appendix "Task Details")
@@ -106,7 +108,15 @@ class CirclePacking(BuiltinTask):
     entry = "construct_packing"
     description = "Pack 26 disjoint circles in the unit square, maximising the sum of radii (fitness = sum / 2.635)."
     timeout_s = 60.0
-    drawing = "draw_circle_packing"
+
+    def draw(self, value: Any, path: Path) -> None:
+        """Circles in the unit square, parsed as the scorer parses them."""
+        centers, radii, _, err = parse_packing(value)
+        if err or centers is None or radii is None:
+            raise TaskError(f"cannot draw: {err}")
+        from basevolve.viz import geometry  # matplotlib only when a picture is drawn
+
+        geometry.draw_circle_packing(centers, radii, path, score=self.score_value(value))
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_packing(value, tol=tol)

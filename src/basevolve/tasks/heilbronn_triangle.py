@@ -14,13 +14,12 @@ at the origin) is such a configuration and scores 0, as in the paper.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
-from basevolve.tasks.builtin import BuiltinTask
-from basevolve.tasks.geometry import (
+from basevolve.geometry import (
     TRIANGLE_AREA,
     as_float_array,
     finite_metrics,
@@ -29,6 +28,8 @@ from basevolve.tasks.geometry import (
     triangle_edge_slack,
     triple_indices,
 )
+from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
+from basevolve.tasks.builtin import BuiltinTask
 
 N_POINTS = 11
 BENCHMARK_MIN_AREA_NORMALIZED = 0.036529889880030156  # AlphaEvolve, n = 11
@@ -87,7 +88,14 @@ class HeilbronnTriangle(BuiltinTask):
         " (fitness = min area / (sqrt(3)/4) / 0.036529889880030156)."
     )
     timeout_s = 60.0
-    drawing = "draw_heilbronn_triangle"
+
+    def draw(self, value: Any, path: Path) -> None:
+        """The points in the triangle with the smallest triangle they span."""
+        pts = self.points_to_draw(value, (N_POINTS, 2))
+        from basevolve.viz import geometry  # matplotlib only when a picture is drawn
+
+        geometry.draw_heilbronn_triangle(pts, smallest_triangle(pts), path,
+                                         score=self.score_value(value))
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_points(value, tol=tol)

@@ -13,13 +13,14 @@ score always comes with a stated reason).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from basevolve.geometry import as_float_array, pairwise_distances, quiet_numpy
 from basevolve.tasks.base import REFERENCE_TOL, TASKS, ScoreResult
 from basevolve.tasks.builtin import BuiltinTask
-from basevolve.tasks.geometry import as_float_array, pairwise_distances, quiet_numpy
 
 N_POINTS = 16
 BENCHMARK_INV_RATIO_SQUARED = 12.889266112  # 1 / (AlphaEvolve's d_min/d_max)^2
@@ -75,7 +76,14 @@ class MinMaxDistance(BuiltinTask):
     entry = "min_max_dist_dim2_16"
     description = "Place 16 points in the plane maximising (d_min/d_max)^2 (fitness = ratio^2 * 12.889266112)."
     timeout_s = 60.0
-    drawing = "draw_min_max_distance"
+
+    def draw(self, value: Any, path: Path) -> None:
+        """The points with their closest and farthest pairs."""
+        pts = self.points_to_draw(value, (N_POINTS, 2))
+        from basevolve.viz import geometry  # matplotlib only when a picture is drawn
+
+        geometry.draw_min_max_distance(pts, extreme_pairs(pts), path,
+                                       score=self.score_value(value))
 
     def score_value(self, value: Any, *, tol: float = REFERENCE_TOL) -> ScoreResult:
         return score_points(value, tol=tol)

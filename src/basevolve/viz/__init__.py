@@ -8,9 +8,10 @@ run engine need.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from basevolve.tasks.base import Task
+if TYPE_CHECKING:  # only annotated: viz sits below tasks (issue 33)
+    from basevolve.tasks.base import Task
 
 
 def draw_solution(task: Task, value: Any, path: str | Path) -> Path:

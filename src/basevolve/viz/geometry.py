@@ -6,16 +6,17 @@
 
 The title carries the score (or the reason the solution is invalid).  Figures are drawn
 with matplotlib's object API on an Agg canvas, never through ``pyplot``, so no global
-backend is switched and nothing needs a display.  Input is the raw value the entry
-function returned; the same trusted parsing as the scorer is used, and a value that
-cannot even be parsed raises :class:`~basevolve.errors.TaskError`.
+backend is switched and nothing needs a display.  Input is what the task parsed from
+the value the entry function returned (its ``draw`` runs the scorer's trusted parsing
+and raises :class:`~basevolve.errors.TaskError` for a value that cannot be parsed):
+viz sits below tasks in the layers (issue 33) and reads only plain arrays.
 """
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import matplotlib
 import numpy as np
@@ -23,9 +24,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, Polygon
 
-from basevolve.errors import TaskError
-from basevolve.tasks.base import ScoreResult
-from basevolve.tasks.geometry import SQRT3, as_float_array
+from basevolve.geometry import SQRT3
+
+if TYPE_CHECKING:  # only annotated: viz sits below tasks (issue 33)
+    from basevolve.tasks.base import ScoreResult
 
 _SIZE_IN = 6.0
 _DPI = 120
@@ -57,13 +59,6 @@ def _save(fig: Figure, path: str | Path | BinaryIO) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
-
-
-def _points(value: Any, shape: tuple[int, int], what: str) -> np.ndarray:
-    arr, err = as_float_array(value, shape, what)
-    if err or arr is None:
-        raise TaskError(f"cannot draw: {err}")
-    return arr
 
 
 def _label_points(ax: Any, pts: np.ndarray) -> None:
@@ -102,13 +97,9 @@ def _join_pair(
     ax.plot(pts[[i, j], 0], pts[[i, j], 1], fmt, **style, label=f"{what} pair ({i},{j})")
 
 
-def draw_circle_packing(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
-    """Circles in the unit square; circles violating a constraint are outlined in red."""
-    from basevolve.tasks.circle_packing import parse_packing
-
-    centers, radii, _, err = parse_packing(value)
-    if err or centers is None or radii is None:
-        raise TaskError(f"cannot draw: {err}")
+def draw_circle_packing(centers: np.ndarray, radii: np.ndarray, path: str | Path | BinaryIO,
+                        *, score: ScoreResult) -> None:
+    """Circles in the unit square (parsed by the task), coloured by radius."""
     fig, ax = _new_figure()
     ax.add_patch(
         Polygon([(0, 0), (1, 0), (1, 1), (0, 1)], closed=True, fill=False, lw=1.5, color="black")
@@ -143,12 +134,11 @@ def draw_circle_packing(value: Any, path: str | Path | BinaryIO, *, score: Score
     _save(fig, path)
 
 
-def draw_min_max_distance(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
-    """Points; closest pair solid red, farthest pair dashed blue."""
-    from basevolve.tasks.min_max_distance import N_POINTS, extreme_pairs
-
-    pts = _points(value, (N_POINTS, 2), "points")
-    closest, farthest = extreme_pairs(pts)
+def draw_min_max_distance(pts: np.ndarray, pairs: tuple[tuple[int, int], tuple[int, int]],
+                          path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
+    """Points; closest pair solid red, farthest pair dashed blue (``pairs``: the task's
+    (closest, farthest))."""
+    closest, farthest = pairs
     fig, ax = _new_figure()
     _join_pair(ax, pts, farthest, "farthest", "--", color="tab:blue", lw=1.6, zorder=2)
     _join_pair(ax, pts, closest, "closest", "-", color="red", lw=2.4, zorder=3)
@@ -166,12 +156,11 @@ def draw_min_max_distance(value: Any, path: str | Path | BinaryIO, *, score: Sco
     _save(fig, path)
 
 
-def draw_heilbronn_triangle(value: Any, path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
-    """Points in the triangle with the smallest triangle shaded."""
-    from basevolve.tasks.heilbronn_triangle import N_POINTS, smallest_triangle
-
-    pts = _points(value, (N_POINTS, 2), "points")
-    area, triple = smallest_triangle(pts)
+def draw_heilbronn_triangle(pts: np.ndarray, smallest: tuple[float, tuple[int, int, int]],
+                            path: str | Path | BinaryIO, *, score: ScoreResult) -> None:
+    """Points in the triangle with the smallest triangle (the task's (area, triple))
+    shaded."""
+    area, triple = smallest
     fig, ax = _new_figure()
     ax.add_patch(
         Polygon(

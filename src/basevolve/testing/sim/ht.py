@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from basevolve.tasks.geometry import TRIANGLE_AREA, triple_indices
+from basevolve.geometry import TRIANGLE_AREA, triple_indices
 from basevolve.tasks.heilbronn_triangle import BENCHMARK_MIN_AREA_NORMALIZED, smallest_triangle
 from basevolve.testing.sim.bank import entries
 from basevolve.testing.sim.builders import circle_rings, edge_points, square_points

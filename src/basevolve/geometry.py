@@ -1,4 +1,7 @@
-"""Trusted geometry helpers shared by the built-in scorers.
+"""Trusted geometry helpers shared by the built-in scorers and their pictures.
+
+At the bottom of the layers (issue 33): the scorers in tasks/ and the drawings in viz/
+both read it, so the tasks can draw through viz without reaching up.
 
 Everything here is a pure function of plain data (what the sandbox hands back) and
 **never raises** on bad input: conversion problems come back as a reason string so a
