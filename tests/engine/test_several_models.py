@@ -250,6 +250,25 @@ def _progress(store: Path) -> tuple[int, int]:
         return (0, 0)
 
 
+def _ask_without_its_call(store: Path) -> None:
+    """What a SIGKILL between the model bandit's ``ask`` and the call's row leaves: an ask
+    for the next call index, with no call.  Written by hand so every run of the test
+    covers that moment, which a real kill only sometimes hits."""
+    con = sqlite3.connect(store)
+    try:
+        with con:
+            (index,) = con.execute("SELECT max(call_index) + 1 FROM calls").fetchone()
+            (seq,) = con.execute("SELECT max(s) + 1 FROM (SELECT max(seq) s FROM calls UNION "
+                                 "ALL SELECT max(seq) FROM model_events UNION ALL SELECT "
+                                 "max(seq) FROM allocations UNION ALL SELECT max(seq) FROM "
+                                 "programs)").fetchone()
+            con.execute("INSERT INTO model_events (run_id, seq, kind, call_index, model, arm, "
+                        "eligible_json, created_at) VALUES ('mm', ?, 'ask', ?, 'weak', 0, "
+                        "'[true, true]', 0)", (seq, index))
+    finally:
+        con.close()
+
+
 def test_killed_two_model_run_resumes_exactly(pool, tmp_path):
     """SIGKILL a two-endpoint run with a model bandit while calls are in flight, resume
     it: exactly C calls, and (with --deterministic) the same models, rewards and
@@ -287,6 +306,7 @@ def test_killed_two_model_run_resumes_exactly(pool, tmp_path):
             os.kill(proc.pid, signal.SIGKILL)
         finally:
             proc.wait()
+        _ask_without_its_call(store)
         done = subprocess.run([*base, "--resume", "mm", "--json"], capture_output=True,
                               text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -51,6 +51,7 @@ def _events(engine: Engine) -> list[tuple[int, str, Any]]:
 
 def replay_into(engine: Engine) -> None:
     """Bring a freshly built engine (initial program set) to the stored state."""
+    engine.store.forget_unissued_asks(engine.run_id)  # killed between ask and call row
     jobs: dict[int, CallJob] = {}
     texts: dict[int, str | None] = {}  # stored replies, for Protocol.observe_reply
     calls: list[Any] = []

@@ -312,6 +312,17 @@ class RunStore(RunQueries):
              None if summary is None else json.dumps(summary, default=_jsonable),
              time.time()))])
 
+    def forget_unissued_asks(self, run_id: str) -> None:
+        """Drop model-bandit ``ask`` events whose call row was never written.
+
+        Why: the engine writes a model's ``ask`` just before the call's row; a process
+        killed between the two writes leaves an ask for a call that never existed.  The
+        resume decides that call again and records its own ask, so the stale one would
+        make two asks for one call (and a store unlike the uninterrupted run's).
+        """
+        self._tx([("DELETE FROM model_events WHERE run_id=? AND kind='ask' AND call_index "
+                   "NOT IN (SELECT call_index FROM calls WHERE run_id=?)", (run_id, run_id))])
+
     # -- solutions ------------------------------------------------------------------
     def save_solution(self, run_id: str, program_id: int, value: Any) -> bool:
         """Keep the plain-data value a program returned (the best one, for its picture).
