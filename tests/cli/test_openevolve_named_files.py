@@ -226,14 +226,16 @@ def test_resume_loads_the_named_files_from_another_folder(tmp_path, monkeypatch)
     files, and the run still ends with exactly C calls."""
     from basevolve.config import RunConfig
     from basevolve.engine import start_run
+    from basevolve.engine.run_checks import checked_run
 
     monkeypatch.chdir(FIXTURE)  # relative names, resolved here and stored absolute
     store = tmp_path / "s.sqlite"
     with LLMTestServer([reply(CLOSE), reply(EXACT)]) as srv:
-        cfg = RunConfig(task=str(FIXTURE), budget=3, base_url=srv.base_url, run_id="r",
-                        max_in_flight=1, params=1e9,
-                        task_params={"program": "init_program.py",
-                                     "evaluator": "evaluator_stub.py"})
+        # the task's params are resolved where the options meet the registries (issue 33)
+        cfg = checked_run(RunConfig(task=str(FIXTURE), budget=3, base_url=srv.base_url,
+                                    run_id="r", max_in_flight=1, params=1e9,
+                                    task_params={"program": "init_program.py",
+                                                 "evaluator": "evaluator_stub.py"}))
         assert cfg.task_params["program"] == str(FIXTURE / "init_program.py")
         with pytest.raises(KeyboardInterrupt):
             start_run(cfg, store, progress=StopAfter(1))
