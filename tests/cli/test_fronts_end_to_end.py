@@ -11,13 +11,11 @@ dashboard's reader must all give that front.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import moocore
 import numpy as np
@@ -27,24 +25,16 @@ from basevolve.config import RunConfig
 from basevolve.engine import start_run
 from basevolve.sandbox import SandboxConfig, SandboxPool
 from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_points_reply
 
 OBJECTIVES = {"dmin": "max", "dmax": "min"}
 NAMES = sorted(OBJECTIVES)  # a run keeps its objectives in name order
 
 
-def seeded_reply(body: dict[str, Any], index: int) -> str:
-    """A MinMaxDist program drawn from sha256(messages, seed)."""
-    digest = hashlib.sha256((json.dumps(body["messages"]) + str(body.get("seed"))).encode())
-    points = np.random.default_rng(int.from_bytes(digest.digest()[:8], "big")).uniform(
-        0, 1, size=(16, 2))
-    return ("Here it is.\n```python\nimport numpy as np\n\n\ndef min_max_dist_dim2_16():\n"
-            f"    return np.array({points.tolist()!r})\n```\n")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("e2e") / "s.sqlite"
-    with SandboxPool(SandboxConfig(workers=2)) as pool, LLMTestServer(seeded_reply) as srv:
+    with SandboxPool(SandboxConfig(workers=2)) as pool, LLMTestServer(seeded_points_reply) as srv:
         for seed in (0, 1):
             start_run(RunConfig(task="min_max_distance", budget=6, model="test-model",
                                 params=1e9, base_url=srv.base_url, seed=seed,

@@ -12,7 +12,6 @@ on arrival order, and FLOPs are computed from it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -23,30 +22,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from logical_support import logical_run
 
 from basevolve.config import RunConfig, budget_fields
 from basevolve.engine import start_run
 from basevolve.testing import LLMTestServer
+from basevolve.testing.replies import seeded_points_reply
 
 TASK = "min_max_distance"
 #: store columns that record *when* (or how long), not *what*
 TIMES = {"created_at", "completed_at", "latency_s", "seconds", "updated_at"}
 
 
-def seeded_reply(body: dict[str, Any], index: int) -> str:
-    """A MinMaxDist program drawn from sha256(messages, seed): a function of the request."""
-    digest = hashlib.sha256((json.dumps(body["messages"]) + str(body.get("seed"))).encode())
-    points = np.random.default_rng(int.from_bytes(digest.digest()[:8], "big")).uniform(
-        0, 1, size=(16, 2))
-    return ("Here it is.\n```python\nimport numpy as np\n\n\ndef min_max_dist_dim2_16():\n"
-            f"    return np.array({points.tolist()!r})\n```\n")
-
-
 def _server(jitter_seed: int, latency: float = 0.05) -> LLMTestServer:
-    return LLMTestServer(seeded_reply, latency_s=latency, latency_jitter=0.9,
+    return LLMTestServer(seeded_points_reply, latency_s=latency, latency_jitter=0.9,
                          jitter_seed=jitter_seed, cached_tokens=0)
 
 
@@ -152,7 +142,7 @@ def test_sigkill_and_resume_give_the_same_run(pool, tmp_path):
     kw = {"budget": 48, "max_in_flight": 8}
     reference = _run(pool, tmp_path / "ref.sqlite", jitter_seed=8, **kw)
     store = tmp_path / "kill.sqlite"
-    with LLMTestServer(seeded_reply, latency_s=0.4, latency_jitter=0.5, jitter_seed=9,
+    with LLMTestServer(seeded_points_reply, latency_s=0.4, latency_jitter=0.5, jitter_seed=9,
                        cached_tokens=0) as srv:
         base = [sys.executable, "-m", "basevolve", "run", "--store", str(store),
                 "--out", str(tmp_path / "out")]

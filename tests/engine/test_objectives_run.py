@@ -10,7 +10,6 @@ moocore: every told child's objective vector, in the order the store says it was
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -32,22 +31,14 @@ from basevolve.config import RunConfig
 from basevolve.engine import start_run
 from basevolve.testing import LLMTestServer
 from basevolve.testing.faults import Fault
+from basevolve.testing.replies import seeded_points_reply
 
 TASK = "min_max_distance"
 OBJECTIVES = {"dmin": "max", "dmax": "min"}
 
 
-def seeded_reply(body: dict[str, Any], index: int) -> str:
-    """A MinMaxDist program drawn from sha256(messages, seed)."""
-    digest = hashlib.sha256((json.dumps(body["messages"]) + str(body.get("seed"))).encode())
-    points = np.random.default_rng(int.from_bytes(digest.digest()[:8], "big")).uniform(
-        0, 1, size=(16, 2))
-    return ("Here it is.\n```python\nimport numpy as np\n\n\ndef min_max_dist_dim2_16():\n"
-            f"    return np.array({points.tolist()!r})\n```\n")
-
-
 def _server(jitter_seed: int = 1, latency: float = 0.05) -> LLMTestServer:
-    return LLMTestServer(seeded_reply, latency_s=latency, latency_jitter=0.9,
+    return LLMTestServer(seeded_points_reply, latency_s=latency, latency_jitter=0.9,
                          jitter_seed=jitter_seed, cached_tokens=0)
 
 

@@ -43,8 +43,9 @@ def label_text(value: object) -> str:
     return clean(value).replace("$", r"\$")
 
 
-def _panels(n: int, width: float = 5.0, height: float = 3.6):
-    ncols = min(n, 2)
+def panel_grid(n: int, width: float = 5.0, height: float = 3.6, columns: int = 2):
+    """A figure of ``n`` visible panels, ``columns`` per row (the rest hidden)."""
+    ncols = min(n, columns)
     nrows = int(np.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     for ax in axes.flat[n:]:
@@ -97,7 +98,7 @@ def base_vs_greedy_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
     panels = panels[:MAX_PANELS]
     if not panels:
         return None
-    fig, axes = _panels(len(panels))
+    fig, axes = panel_grid(len(panels))
     cmap = plt.get_cmap("tab10")
     for ax, (task, model, budget, b, g) in zip(axes, panels, strict=True):
         steps = np.arange(1, budget + 1)
@@ -136,7 +137,7 @@ def pulls_figure(res: AnalysisResult, tables: Tables) -> Figure | None:
               for (t, m), b in base.groupby(["task", "model"], sort=True)][:MAX_PANELS]
     if not groups:
         return None
-    fig, axes = _panels(len(groups))
+    fig, axes = panel_grid(len(groups))
     cmap = plt.get_cmap("tab10")
     drawn = 0
     for ax, (task, model, at) in zip(axes, groups, strict=True):

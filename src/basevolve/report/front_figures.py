@@ -33,18 +33,9 @@ from basevolve.analysis.fronts import column_of, run_vectors
 from basevolve.analysis.pipeline import AnalysisResult
 from basevolve.analysis.tables import Tables
 from basevolve.report.figures import FigureSpec
-from basevolve.report.figures_base import label_text
+from basevolve.report.figures_base import label_text, panel_grid
 
 MAX_PANELS = 12
-
-
-def _panels(n: int, width: float = 4.6, height: float = 3.6):
-    ncols = min(n, 3)
-    nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
 
 
 def _pairs(result: AnalysisResult, tables: Tables) -> list[tuple[str, list, int, int]]:
@@ -81,7 +72,7 @@ def front_figure(result: AnalysisResult, tables: Tables) -> Figure | None:
                       strict=True))
     colors = _method_colors(result)
     front = result["front"]
-    fig, axes = _panels(len(pairs))
+    fig, axes = panel_grid(len(pairs), 4.6, columns=3)
     for ax, (task, ids, i, j) in zip(axes, pairs, strict=True):
         objs = vectors[ids[0]].objectives
         every = np.array([v for r in ids for v in vectors[r].steps.values()], dtype=float)
@@ -123,18 +114,18 @@ def attainment_figure(result: AnalysisResult, tables: Tables) -> Figure | None:
     vectors = run_vectors(tables.fronts)  # type: ignore[arg-type]
     hv = result["hypervolume"].set_index("run_id")
     colors = _method_colors(result)
-    panels = []
+    cells = []
     for task, ids, i, j in pairs:
         at = hv.loc[ids]
         top = at[at["budget"] == at["budget"].max()]
         groups = {m: list(g.index) for m, g in top.groupby(top["method"].astype(str))
                   if len(g) >= 2}
         if groups:
-            panels.append((task, ids, i, j, groups))
-    if not panels:
+            cells.append((task, ids, i, j, groups))
+    if not cells:
         return None
-    fig, axes = _panels(len(panels))
-    for ax, (task, ids, i, j, groups) in zip(axes, panels, strict=True):
+    fig, axes = panel_grid(len(cells), 4.6, columns=3)
+    for ax, (task, ids, i, j, groups) in zip(axes, cells, strict=True):
         objs = vectors[ids[0]].objectives
         maximise = (objs.maximise[i], objs.maximise[j])
         for name, runs in groups.items():
@@ -163,7 +154,7 @@ def _curves(result: AnalysisResult, key: str, x: str, xlabel: str) -> Figure | N
     top = df[df["budget"] == df.groupby(["task", "model"])["budget"].transform("max")]
     groups = list(top.groupby(["task", "model"], sort=True))[:MAX_PANELS]
     colors = _method_colors(result)
-    fig, axes = _panels(len(groups))
+    fig, axes = panel_grid(len(groups), 4.6, columns=3)
     for ax, ((task, model), g) in zip(axes, groups, strict=True):
         for name, m in g.groupby(g["method"].astype(str), sort=True):
             m = m.sort_values(x)

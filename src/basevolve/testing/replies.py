@@ -11,13 +11,21 @@ Shared by the BaSE end-to-end tests, the replay tests and the BaSE benchmark.
 (full rewrite, SEARCH/REPLACE, NAME/DESCRIPTION/DIFF or CODE, judge verdicts,
 meta-prompt edits) on MinMaxDist programs, deterministically from the request's seed;
 one request in six gets an unusable reply so retries and score-0 children occur.
+
+:func:`seeded_points_reply` answers with a MinMaxDist program of 16 points drawn from a
+hash of the request's messages and seed: the same request always gets the same program,
+so two ``--deterministic`` runs (or a killed one and its resume) can be compared row by
+row.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any
+
+import numpy as np
 
 PACKING_PROGRAM = '''import numpy as np
 
@@ -138,3 +146,12 @@ def island_reply(body: dict[str, Any], index: int) -> str:
     if "<<<<<<< SEARCH" in system or "<<<<<<< SEARCH" in (users[-1] if users else ""):
         return diff
     return f"```python\n{new_code}```\n"
+
+
+def seeded_points_reply(body: dict[str, Any], index: int) -> str:
+    """A MinMaxDist program drawn from sha256(messages, seed)."""
+    digest = hashlib.sha256((json.dumps(body["messages"]) + str(body.get("seed"))).encode())
+    points = np.random.default_rng(int.from_bytes(digest.digest()[:8], "big")).uniform(
+        0, 1, size=(16, 2))
+    return ("Here it is.\n```python\nimport numpy as np\n\n\ndef min_max_dist_dim2_16():\n"
+            f"    return np.array({points.tolist()!r})\n```\n")
