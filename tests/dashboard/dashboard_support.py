@@ -6,6 +6,8 @@ conftest.py, and importing one by name would pick whichever was loaded first.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import shutil
@@ -96,6 +98,18 @@ class Dashboard:
         for f in (self.proc.stdout, self.proc.stderr):
             if f is not None:
                 f.close()
+
+
+def get_json(d: Dashboard, path: str) -> dict:
+    """GET ``path`` from the dashboard; asserts 200 and returns the JSON body."""
+    con = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+    try:
+        con.request("GET", path)
+        res = con.getresponse()
+        assert res.status == 200, (path, res.status)
+        return json.loads(res.read())
+    finally:
+        con.close()
 
 
 def chromium_path() -> str | None:

@@ -12,11 +12,8 @@ single-objective run keeps its page (no section, no ``front`` key).
 
 from __future__ import annotations
 
-import http.client
-import json
-
 import pytest
-from dashboard_support import Dashboard, chromium_browser
+from dashboard_support import Dashboard, chromium_browser, get_json
 from test_dashboard_browser import open_page, points, wait_until
 
 from basevolve.store.sqlite import RunStore
@@ -62,19 +59,8 @@ def front_browser(front_store):
     yield from chromium_browser()
 
 
-def _get(d: Dashboard, path: str) -> dict:
-    con = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-    try:
-        con.request("GET", path)
-        res = con.getresponse()
-        assert res.status == 200, (path, res.status)
-        return json.loads(res.read())
-    finally:
-        con.close()
-
-
 def test_the_front_section_holds_the_stores_front(front_dash):
-    f = _get(front_dash, "/api/run?id=mo")["front"]
+    f = get_json(front_dash, "/api/run?id=mo")["front"]
     assert [o["name"] for o in f["objectives"]] == [EVIL, "sec"]
     assert [o["direction"] for o in f["objectives"]] == ["max", "min"]
     assert f["reference"] == [0.0, 10.0] and f["reference_derived"] is False
@@ -84,7 +70,7 @@ def test_the_front_section_holds_the_stores_front(front_dash):
     assert on == [[0.5, 2.0], [0.8, 3.0]] and f["front_size"] == 2
     assert len(pts["vector"]) == f["programs"] == 4  # initial + 3 valid children
     assert f["curve"]["hypervolume"] == pytest.approx([1.0, 4.0, 6.1, 6.1, 6.1])
-    assert "front" not in _get(front_dash, "/api/run?id=single")
+    assert "front" not in get_json(front_dash, "/api/run?id=single")
 
 
 def test_the_page_draws_the_front_live_and_names_are_text(front_store, front_dash,

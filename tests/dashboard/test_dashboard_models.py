@@ -12,14 +12,13 @@ section renders and the hostile name is text: no element, no script, no dialog.
 
 from __future__ import annotations
 
-import http.client
 import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
-from dashboard_support import Dashboard
+from dashboard_support import Dashboard, get_json
 from test_run_page_reads import WIDTH, Recording, outer_table
 
 from basevolve.config import RunConfig
@@ -60,17 +59,6 @@ def models_dash(models_store):
     d.close()
 
 
-def _get(d: Dashboard, path: str) -> dict:
-    con = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-    try:
-        con.request("GET", path)
-        res = con.getresponse()
-        assert res.status == 200, (path, res.status)
-        return json.loads(res.read())
-    finally:
-        con.close()
-
-
 def _rows(db: Path, sql: str, *args) -> list[tuple]:
     con = sqlite3.connect(db)
     try:
@@ -80,7 +68,7 @@ def _rows(db: Path, sql: str, *args) -> list[tuple]:
 
 
 def test_the_models_section_equals_the_stored_rows(models_store, models_dash):
-    page = _get(models_dash, f"/api/run?id={TWO}")
+    page = get_json(models_dash, f"/api/run?id={TWO}")
     section = page["models"]
     con = sqlite3.connect(models_store)
     con.row_factory = sqlite3.Row
@@ -117,7 +105,7 @@ def test_the_models_section_equals_the_stored_rows(models_store, models_dash):
 
 
 def test_the_bandits_decisions_equal_model_events(models_store, models_dash):
-    b = _get(models_dash, f"/api/run?id={TWO}")["models"]["bandit"]
+    b = get_json(models_dash, f"/api/run?id={TWO}")["models"]["bandit"]
     asks = _rows(models_store, "SELECT arm, model, call_index FROM model_events WHERE run_id=? "
                  "AND kind='ask' ORDER BY seq", TWO)
     assert b["asks"] == len(asks) == BUDGET  # every call of a program task is a decision
@@ -148,21 +136,21 @@ def test_the_bandits_decisions_equal_model_events(models_store, models_dash):
 
 
 def test_calls_table_and_runs_list_name_each_model(models_store, models_dash):
-    frame = _get(models_dash, f"/api/calls?run={TWO}&size=50")
+    frame = get_json(models_dash, f"/api/calls?run={TWO}&size=50")
     calls = [dict(zip(frame["columns"], row, strict=True)) for row in frame["rows"]]
     stored = {i: (m, usd) for i, m, usd in _rows(
         models_store, "SELECT call_index, model, cost_usd FROM calls WHERE run_id=?", TWO)}
     assert len(calls) == len(stored) == BUDGET
     assert {c["call_index"]: (c["model"], c["cost_usd"]) for c in calls} == stored
-    detail = _get(models_dash, f"/api/call?run={TWO}&index=1")
+    detail = get_json(models_dash, f"/api/call?run={TWO}&index=1")
     assert (detail["model"], detail["cost_usd"]) == stored[1]
-    runs = {r["run_id"]: r for r in _get(models_dash, "/api/runs")["runs"]}
+    runs = {r["run_id"]: r for r in get_json(models_dash, "/api/runs")["runs"]}
     assert runs[TWO]["models"] == ["weak", EVIL] and runs[TWO]["model"] == "weak"
     assert runs[ONE]["models"] is None
 
 
 def test_a_single_model_run_has_no_models_section(models_store, models_dash):
-    page = _get(models_dash, f"/api/run?id={ONE}")
+    page = get_json(models_dash, f"/api/run?id={ONE}")
     assert "models" not in page
     assert set(page) == {"run", "totals", "trajectories", "progress", "scatter", "pulls",
                          "lineage", "calls", "errors", "picture"}
@@ -184,7 +172,7 @@ def test_an_older_run_and_an_older_store(models_store, tmp_path):
     con.close()
     d = Dashboard(old)
     try:
-        page = _get(d, f"/api/run?id={ONE}")
+        page = get_json(d, f"/api/run?id={ONE}")
         assert "models" not in page
         col = page["calls"]["columns"].index("model")
         assert {r[col] for r in page["calls"]["rows"]} == {"test-model"}
@@ -201,11 +189,11 @@ def test_an_older_run_and_an_older_store(models_store, tmp_path):
     d = Dashboard(old)
     try:
         for run in (ONE, TWO):
-            page = _get(d, f"/api/run?id={run}")
+            page = get_json(d, f"/api/run?id={run}")
             assert "models" not in page and "model" not in page["calls"]["columns"]
             assert page["totals"]["calls_done"] == (4 if run == ONE else BUDGET)
-        assert "model" not in _get(d, f"/api/call?run={TWO}&index=0")
-        assert {r["run_id"]: r["models"] for r in _get(d, "/api/runs")["runs"]}[TWO] \
+        assert "model" not in get_json(d, f"/api/call?run={TWO}&index=0")
+        assert {r["run_id"]: r["models"] for r in get_json(d, "/api/runs")["runs"]}[TWO] \
             == ["weak", EVIL]  # the config still names them
     finally:
         d.close()
