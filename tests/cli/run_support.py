@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 
@@ -26,3 +27,15 @@ def rows(store: Path, sql: str) -> list[dict]:
         return [dict(r) for r in con.execute(sql)]
     finally:
         con.close()
+
+
+def wait_for(path: Path, needle: str, timeout_s: float) -> str:
+    """A file's text once ``needle`` is in it (a run's stderr, polled every 0.1 s)."""
+    deadline = time.monotonic() + timeout_s
+    text = ""
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if needle in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"{needle!r} not seen; stderr so far:\n{text}")

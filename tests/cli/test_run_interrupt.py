@@ -8,22 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from run_support import wait_for
 
 from basevolve.testing import LLMTestServer
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def _wait_for(path: Path, needle: str, timeout_s: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if needle in text:
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} not seen; stderr so far:\n{text}")
 
 
 def test_sigint_prints_resume_command_and_resume_finishes(tmp_path, sigint_handled):
@@ -37,7 +28,7 @@ def test_sigint_prints_resume_command_and_resume_finishes(tmp_path, sigint_handl
         with err_path.open("w") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, env=env, text=True)
             try:
-                text = _wait_for(err_path, "in flight 2")  # both calls of generation 1 sent
+                text = wait_for(err_path, "in flight 2", 60.0)  # both calls of generation 1 sent
                 assert "run ctrlc started: 4 LLM calls (T=2 x N=2)" in text
                 assert f"store {store}" in text
                 proc.send_signal(signal.SIGINT)

@@ -14,24 +14,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from run_support import wait_for
 
 from basevolve.testing import LLMTestServer
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = dict(os.environ, PYTHONPATH=SRC)
-
-
-def _wait_for(path: Path, needle: str, timeout_s: float = 120.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    text = ""
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if needle in text:
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} not seen; stderr so far:\n{text}")
 
 
 def _start(tmp_path: Path, url: str, run_id: str) -> tuple[subprocess.Popen, Path, Path]:
@@ -41,7 +31,7 @@ def _start(tmp_path: Path, url: str, run_id: str) -> tuple[subprocess.Popen, Pat
            "--store", str(store), "--run-id", run_id, "--out", str(tmp_path / run_id)]
     with err_path.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-    _wait_for(err_path, "in flight 2")  # both calls of generation 1 sent
+    wait_for(err_path, "in flight 2", 120.0)  # both calls of generation 1 sent
     return proc, store, err_path
 
 
