@@ -285,7 +285,7 @@ class Engine(Decisions, Telling):
         coro = self.unsent.track(call_id, partial(
             served.complete, proposal.messages, temperature=self.cfg.temperature,
             top_p=self.cfg.top_p, max_tokens=served.max_tokens, seed=seed))
-        with self.models.sending(arm, key):  # the call's place in the run (issue 34)
+        with self.models.placed(arm, key):  # the call's place in the run (issue 34)
             self.llm[asyncio.ensure_future(coro)] = job
         self.emit()  # "in flight" changed: the live display shows it at once
 

@@ -225,7 +225,7 @@ class ModelRouter:
         return i
 
     @contextmanager
-    def sending(self, arm: int, key: int) -> Iterator[None]:
+    def placed(self, arm: int, key: int) -> Iterator[None]:
         """Around the creation of a call's request: its place in the run goes with it
         (``X-Basevolve-Call``, :mod:`basevolve.llm.call_order`; issue 34, item 4)."""
         if self._tag is None:  # the run's id and creation time: a resume keeps it
