@@ -101,26 +101,19 @@ def make_allocator(name: str, rule: str, k: int, horizon: int, seed: int, m: int
                 eligible = eligible & (self.pending < cap)
             if rule not in ("none", "zero"):
                 return super()._ask(eligible)
-            pending = self.pending
-            if rule == "zero" and hasattr(self, "_unit_sum"):  # UCB: pending at reward 0
-                self.pulls, saved = self.pulls + pending, self.pulls
-                self.pending = np.zeros_like(pending)
-                try:
-                    return super()._ask(eligible)
-                finally:
-                    self.pulls, self.pending = saved, pending
-            if rule == "zero" and hasattr(self, "F"):  # Thompson: pending as failures
-                self.F, saved = self.F + pending, self.F
-                self.pending = np.zeros_like(pending)
-                try:
-                    return super()._ask(eligible)
-                finally:
-                    self.F, self.pending = saved, pending
-            self.pending = np.zeros_like(pending)  # none (and zero for EXP3.P: same)
+            # what the policy sees while it chooses: pending pulls hidden, and for
+            # ``zero`` counted as told pulls of reward 0 (UCB) or as failures (Thompson)
+            seen = {"pending": np.zeros_like(self.pending)}
+            if rule == "zero" and hasattr(self, "indices"):  # UCB
+                seen["pulls"] = self.pulls + self.pending
+            elif rule == "zero" and hasattr(self, "posterior_mean"):  # Thompson
+                seen["F"] = self.F + self.pending
+            saved = {name: getattr(self, name) for name in seen}
+            self.__dict__.update(seen)
             try:
                 return super()._ask(eligible)
             finally:
-                self.pending = pending
+                self.__dict__.update(saved)
 
     return Ruled(n_arms=k, rng=np.random.default_rng(seed), horizon=horizon,
                  reward_mode="best")
