@@ -1,7 +1,7 @@
 """How much of BaSE's edge over random allocation survives calls in flight? (issue 34, item 5,
 a reduced study).
 
-On the simulator (MinMaxDist, greedy N = 1, K arms, C calls), for each seed the same
+On the simulator (``--task``, MinMaxDist by default; greedy N = 1, K arms, C calls), for each seed the same
 run is made by a bandit and by ``random`` in three settings:
 
 * ``seq``: one call in flight (sequential Algorithm 2);
@@ -43,7 +43,7 @@ SETTINGS = {"seq": (1, False), "arr16": (16, False), "det16": (16, True)}
 def run_one(pool: SandboxPool, url: str, allocator: str, setting: str, seed: int,
             args: argparse.Namespace, tmp: Path) -> float:
     inflight, det = SETTINGS[setting]
-    cfg = RunConfig(task=TASK, budget=args.budget, arms=args.arms, allocator=allocator,
+    cfg = RunConfig(task=args.task, budget=args.budget, arms=args.arms, allocator=allocator,
                     seed=seed, base_url=url, model="sim", params=1e9, max_in_flight=inflight,
                     deterministic=det, run_id=f"{allocator}-{setting}-{seed}")
     s = start_run(cfg, tmp / f"{cfg.run_id}.sqlite", pool=pool, out_dir=None)
@@ -80,6 +80,7 @@ def edge_table(rows: list[dict[str, Any]], bandit: str) -> list[tuple[str, ...]]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--task", default=TASK, help="a task the simulator serves")
     p.add_argument("--budget", type=int, default=128)
     p.add_argument("--arms", type=int, default=10)
     p.add_argument("--allocators", default="ucb")
@@ -94,9 +95,10 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     if args.out.exists():
         rows = [json.loads(line) for line in args.out.read_text().splitlines() if line]
+        rows = [r for r in rows if r.get("task", TASK) == args.task]  # one task per table
         done = {(r["allocator"], r["setting"], r["seed"]) for r in rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    sim = SimulatedLLM(TASK, capability=args.capability)
+    sim = SimulatedLLM(args.task, capability=args.capability)
     with SandboxPool(SandboxConfig(workers=args.workers)) as pool, \
             LLMTestServer(sim, record=False) as fast, \
             LLMTestServer(sim, record=False, latency_s=args.latency,
@@ -110,13 +112,14 @@ def main() -> None:
                     url = slow.base_url if setting == "arr16" else fast.base_url
                     t0 = time.monotonic()
                     b = run_one(pool, url, allocator, setting, seed, args, Path(tmp))
-                    row = {"allocator": allocator, "setting": setting, "seed": seed, "best": b,
+                    row = {"task": args.task, "allocator": allocator, "setting": setting,
+                           "seed": seed, "best": b,
                            "wall_s": round(time.monotonic() - t0, 2)}
                     rows.append(row)
                     with args.out.open("a") as f:
                         f.write(json.dumps(row) + "\n")
     for bandit in bandits:
-        print(f"== {bandit} vs random (MinMaxDist, C={args.budget}, K={args.arms}, greedy N=1)")
+        print(f"== {bandit} vs random ({args.task}, C={args.budget}, K={args.arms}, greedy N=1)")
         print("| setting | seeds | bandit | random | edge [95% CI] | kept of seq [95% CI] |")
         print("|---|---|---|---|---|---|")
         for r in edge_table(rows, bandit):
